@@ -1,0 +1,42 @@
+# The two commands of the README: `make demo` and `make test`. Each sets up what it needs:
+# a virtual environment, PyTorch (the machine's CPU wheel unless one is already there), this
+# package with its extras, and Stockfish from the distribution when /usr/games/stockfish is missing.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+TORCH  ?= torch==2.13.0
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+STAMP  := $(VENV)/.frugalzero-installed
+ENGINES := /usr/games/stockfish
+
+.PHONY: demo test lint setup engines clean
+
+demo: setup engines
+	$(PY) -m frugalzero bench nn --arch small
+
+test: setup engines
+	$(PY) -m ruff check src tests
+	$(PY) -m pytest -q
+
+lint: setup
+	$(PY) -m ruff check src tests
+	$(PY) -m ruff format --check src tests
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+engines: $(ENGINES)
+
+/usr/games/stockfish:
+	$(SUDO) apt-get update -qq
+	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stockfish
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,3 @@
+"""frugalzero: AlphaZero-style chess engines trained on modest compute."""
+
+__version__ = "0.1.0"

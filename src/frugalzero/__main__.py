@@ -1,0 +1,3 @@
+from frugalzero.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""AlphaZero's 119 input planes, built from bitboards with NumPy.
+
+A position is described for the network by *frames* and *meta*:
+
+* a frame is 13 unsigned 64-bit words, packed little-endian into 104 bytes: the 12 piece
+  bitboards in absolute colours (White P N B R Q K, then Black P N B R Q K) and how many
+  times the position occurred before in the game (0, 1, 2+). A missing history step (before
+  the game or FEN start) is an all-zero frame, which encodes to all-zero planes. Bytes make a
+  batch one ``np.frombuffer`` away and serve directly as cache keys;
+* meta is 7 integers: side to move (1 = White), castling rights (White king-side,
+  White queen-side, Black king-side, Black queen-side), no-progress (half-move) clock and
+  full-move number.
+
+Planes, from the side to move's view (the board mirrored vertically when Black is to move,
+and "own" pieces always first):
+
+* for each of the last 8 positions, newest first: own P N B R Q K, opponent's P N B R Q K,
+  then "seen once before" and "seen twice before" (14 planes x 8 = 112);
+* colour (1 when Black is to move), total move count / 100, own king-side castling,
+  own queen-side castling, opponent's king-side, opponent's queen-side, no-progress
+  count / 100 (7 planes).
+
+Absolute colours in frames keep them reusable: the same frame serves a history whatever
+side is to move when it is encoded.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import chess
+import numpy as np
+
+HISTORY = 8
+PLANES_PER_STEP = 14
+AUX_PLANES = 7
+NUM_PLANES = HISTORY * PLANES_PER_STEP + AUX_PLANES  # 119
+FRAME_WORDS = 13
+META_FIELDS = 7
+
+# what the planes mean; saved in network files so a net and the code must agree
+ENCODING_SPEC = {
+    "name": "alphazero-119",
+    "history": HISTORY,
+    "planes": NUM_PLANES,
+    "policy": "alphazero-4672",
+    "move_count_scale": 100,
+    "no_progress_scale": 100,
+}
+
+_PIECES = (chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, chess.KING)
+
+
+FRAME = struct.Struct("<13Q")
+FRAME_BYTES = FRAME.size  # 104
+
+
+def pieces_of(board: chess.Board) -> tuple[int, ...]:
+    """The 12 piece bitboards of ``board`` in absolute colours."""
+    black, white = board.occupied_co  # indexed by colour: BLACK = 0, WHITE = 1
+    p, n, b, r, q, k = (
+        board.pawns,
+        board.knights,
+        board.bishops,
+        board.rooks,
+        board.queens,
+        board.kings,
+    )
+    return (
+        p & white,
+        n & white,
+        b & white,
+        r & white,
+        q & white,
+        k & white,
+        p & black,
+        n & black,
+        b & black,
+        r & black,
+        q & black,
+        k & black,
+    )
+
+
+def board_frame(board: chess.Board, repetitions: int = 0) -> bytes:
+    """The packed frame of ``board`` (pieces in absolute colours, repetition count)."""
+    return FRAME.pack(*pieces_of(board), min(repetitions, 2))
+
+
+def board_meta(board: chess.Board) -> tuple[int, ...]:
+    """The 7 meta integers of ``board`` (see the module docstring)."""
+    rights = board.clean_castling_rights()
+    return (
+        int(board.turn),
+        int(bool(rights & chess.BB_H1)),
+        int(bool(rights & chess.BB_A1)),
+        int(bool(rights & chess.BB_H8)),
+        int(bool(rights & chess.BB_A8)),
+        board.halfmove_clock,
+        board.fullmove_number,
+    )
+
+
+def frames_array(frames: bytes | list[bytes], count: int) -> np.ndarray:
+    """Packed frames of ``count`` positions (HISTORY each, newest first) as (N, 8, 13) uint64."""
+    data = frames if isinstance(frames, bytes) else b"".join(frames)
+    return np.frombuffer(data, dtype="<u8").reshape(count, HISTORY, FRAME_WORDS)
+
+
+def encode(frames: np.ndarray, meta: np.ndarray) -> np.ndarray:
+    """Planes for a batch: frames (N, 8, 13) uint64 newest first, meta (N, 7) -> (N, 119, 8, 8).
+
+    Vectorised over the batch: Black-to-move rows get their bitboards byte-swapped (a vertical
+    mirror) and their colour groups exchanged, then every bitboard is unpacked at once. The
+    result is float32 laid out channels-last in memory (NHWC; a transposed view of an
+    (N, 8, 8, 119) array), which is what the convolutions want: ``torch.from_numpy`` of it is a
+    channels-last tensor without a copy.
+    """
+    frames = np.asarray(frames, dtype=np.uint64)
+    meta = np.asarray(meta, dtype=np.int64)
+    n = frames.shape[0]
+    if frames.shape[1:] != (HISTORY, FRAME_WORDS) or meta.shape != (n, META_FIELDS):
+        raise ValueError(f"bad shapes: frames {frames.shape}, meta {meta.shape}")
+    black = meta[:, 0] == 0
+    pieces = frames[:, :, :12].copy()
+    if black.any():
+        flipped = pieces[black].byteswap()
+        pieces[black] = np.concatenate([flipped[:, :, 6:], flipped[:, :, :6]], axis=2)
+    # (N, T, 12) words -> (N, T, 12, 64) bits -> squares first: (N, 64, T, 12)
+    bits = np.unpackbits(pieces.view(np.uint8), bitorder="little").reshape(n, HISTORY, 12, 64)
+
+    out = np.empty((n, 64, NUM_PLANES), dtype=np.float32)
+    steps = out[:, :, : HISTORY * PLANES_PER_STEP].reshape(n, 64, HISTORY, PLANES_PER_STEP)
+    steps[:, :, :, :12] = bits.transpose(0, 3, 1, 2)
+    reps = frames[:, :, 12].astype(np.int64)
+    steps[:, :, :, 12] = (reps >= 1)[:, None, :]
+    steps[:, :, :, 13] = (reps >= 2)[:, None, :]
+
+    own_k = np.where(black, meta[:, 3], meta[:, 1])
+    own_q = np.where(black, meta[:, 4], meta[:, 2])
+    opp_k = np.where(black, meta[:, 1], meta[:, 3])
+    opp_q = np.where(black, meta[:, 2], meta[:, 4])
+    aux = np.stack(
+        [
+            black.astype(np.float32),
+            meta[:, 6] / ENCODING_SPEC["move_count_scale"],
+            own_k,
+            own_q,
+            opp_k,
+            opp_q,
+            meta[:, 5] / ENCODING_SPEC["no_progress_scale"],
+        ],
+        axis=1,
+    ).astype(np.float32)
+    out[:, :, HISTORY * PLANES_PER_STEP :] = aux[:, None, :]
+    return out.reshape(n, 8, 8, NUM_PLANES).transpose(0, 3, 1, 2)

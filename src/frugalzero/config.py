@@ -1,0 +1,213 @@
+"""Typed configs: dataclasses filled from TOML presets and ``key.sub=value`` overrides.
+
+Loading is strict: an unknown key or a value of the wrong type is a one-line error naming the
+file and the key, so a typo never silently runs the default. Every run writes its resolved
+config back as TOML (``dump_toml``) beside its outputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import types
+import typing
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+from frugalzero.errors import UserError
+
+T = TypeVar("T")
+
+
+def preset_path(name: str) -> Path:
+    """A preset by name (``configs/NAME.toml`` shipped in the package) or a path to a TOML file."""
+    path = Path(name)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise UserError(f"{path}: config file not found")
+        return path
+    shipped = Path(str(resources.files("frugalzero") / "configs" / f"{name}.toml"))
+    if not shipped.is_file():
+        raise UserError(f"unknown preset {name!r}; presets: {', '.join(list_presets())}")
+    return shipped
+
+
+def list_presets() -> list[str]:
+    folder = resources.files("frugalzero") / "configs"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: bad TOML ({exc})") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``a.b=value`` -> (['a', 'b'], value), the value read as TOML (bare words are strings)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise UserError(f"--set {text!r}: expected key=value")
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return [part.strip() for part in key.split(".")], value
+
+
+def merge_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    for text in overrides:
+        path, value = parse_override(text)
+        node = data
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise UserError(f"--set {text!r}: {part} is not a section")
+        node[path[-1]] = value
+    return data
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+            if type(None) in options:
+                return None
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(value, option, where)
+            except UserError:
+                continue
+        raise UserError(f"{where}: {value!r} is not a {hint}")
+    if origin is typing.Literal:
+        if value not in typing.get_args(hint):
+            raise UserError(f"{where}: {value!r} is not one of {typing.get_args(hint)}")
+        return value
+    if origin in (list, tuple):
+        if not isinstance(value, list | tuple):
+            raise UserError(f"{where}: expected a list, got {value!r}")
+        args = typing.get_args(hint)
+        item = args[0] if args else Any
+        items = [_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+        return items if origin is list else tuple(items)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise UserError(f"{where}: expected a table, got {value!r}")
+        return dict(value)
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise UserError(f"{where}: expected a table, got {value!r}")
+        return from_dict(hint, value, where)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise UserError(f"{where}: expected true or false, got {value!r}")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise UserError(f"{where}: expected an integer, got {value!r}")
+    if hint is float:
+        if isinstance(value, str) and value.lower() in ("inf", "infinity"):
+            return math.inf
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise UserError(f"{where}: expected a number, got {value!r}")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise UserError(f"{where}: expected a string, got {value!r}")
+    return value
+
+
+def from_dict(cls: type[T], data: dict[str, Any], where: str = "config") -> T:
+    """Build dataclass ``cls`` from ``data``; unknown keys and bad types name their place."""
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise UserError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(fields))})")
+    kwargs = {k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def load_config(
+    cls: type[T],
+    preset: str | None = None,
+    overrides: list[str] | None = None,
+    base: dict[str, Any] | None = None,
+) -> T:
+    """Defaults <- preset file <- ``base`` (e.g. a run's saved config) <- ``--set`` overrides."""
+    data: dict[str, Any] = {}
+    where = "config"
+    if preset:
+        path = preset_path(preset)
+        data = read_toml(path)
+        where = str(path)
+    if base:
+        data = _deep_merge(data, base)
+    data = merge_overrides(data, list(overrides or []))
+    return from_dict(cls, data, where)
+
+
+def _deep_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        if math.isnan(value):
+            return "nan"
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def dump_toml(data: dict[str, Any]) -> str:
+    """TOML text for nested dicts of scalars and lists (None values are left out)."""
+    lines: list[str] = []
+
+    def section(prefix: str, table: dict[str, Any]) -> None:
+        scalars = {k: v for k, v in table.items() if not isinstance(v, dict) and v is not None}
+        tables = {k: v for k, v in table.items() if isinstance(v, dict)}
+        if prefix and (scalars or not tables):
+            lines.append(f"\n[{prefix}]")
+        lines.extend(f"{k} = {_toml_value(v)}" for k, v in scalars.items())
+        for key, sub in tables.items():
+            section(f"{prefix}.{key}" if prefix else key, sub)
+
+    section("", data)
+    return "\n".join(lines).lstrip("\n") + "\n"

@@ -1,0 +1,1 @@
+"""The policy-value network, its batched evaluator and its files."""

@@ -1,0 +1,103 @@
+"""Network and evaluator throughput against the machine's matmul peak."""
+
+from __future__ import annotations
+
+import argparse
+from collections import deque
+from typing import Any
+
+from frugalzero.nn.model import ARCHITECTURES
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--arch", default="small", choices=sorted(ARCHITECTURES))
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=9, help="interleaved measurement rounds")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
+    parser.add_argument("--backend", default="auto", choices=["auto", "process", "inline"])
+    parser.add_argument("--compile", default="auto", choices=["auto", "on", "off"])
+    parser.add_argument("--threads", type=int, default=0, help="0 = the evaluator's default")
+    parser.add_argument("--in-flight", type=int, default=2, help="batches submitted ahead")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from frugalzero.bench import matmul_gflops, median, rate
+    from frugalzero.chess.encoding import encode
+    from frugalzero.chess.history import net_input_from_board
+    from frugalzero.chess.positions import random_boards
+    from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig, NetRunner, pack_inputs
+    from frugalzero.nn.model import PolicyValueNet, architecture
+
+    torch.manual_seed(0)
+    net_config = architecture(args.arch)
+    net = PolicyValueNet(net_config).eval()
+    config = EvaluatorConfig(
+        device=args.device,
+        precision=args.precision,
+        backend=args.backend,
+        threads=args.threads,
+        compile=args.compile,
+        cache_size=0,
+    )
+    boards = random_boards(args.batch * 4, seed=1)  # distinct positions; the cache is off anyway
+    batches = [boards[i : i + args.batch] for i in range(0, len(boards), args.batch)]
+    stream = batches * 4
+    flops = net_config.flops_per_position()
+
+    with Evaluator(net, config) as evaluator:
+        # the raw network exactly as the evaluator runs it: device, precision, layout, threads,
+        # compilation; its input planes are ready in advance
+        runner = NetRunner(net, config, evaluator.threads, compile=evaluator.compiled)
+        frames, meta, _, _ = pack_inputs([net_input_from_board(b) for b in batches[0]])
+        planes = torch.from_numpy(encode(frames, meta)).to(runner.device)
+
+        def forward() -> None:
+            runner.forward(planes)
+            if runner.device.type == "cuda":
+                torch.cuda.synchronize()
+
+        def evaluate_stream() -> None:
+            in_flight: deque = deque()
+            for batch in stream:  # keep batches in flight so neither side waits
+                in_flight.append(evaluator.submit(batch))
+                if len(in_flight) > args.in_flight:
+                    in_flight.popleft().result()
+            while in_flight:
+                in_flight.popleft().result()
+
+        def client_only() -> None:  # the caller's share of the work: moves, frames, packing
+            for batch in batches:
+                pack_inputs([net_input_from_board(b) for b in batch])
+
+        evaluate_stream()
+        rounds: dict[str, list[float]] = {"peak": [], "net": [], "eval": [], "client": []}
+        for _ in range(args.rounds):
+            rounds["peak"].append(matmul_gflops(runner.dtype, runner.device, min_seconds=0.2))
+            rounds["net"].append(rate(forward, args.batch, min_seconds=0.3))
+            rounds["eval"].append(rate(evaluate_stream, len(stream) * args.batch, 0.3, warmup=0))
+            rounds["client"].append(rate(client_only, len(boards), min_seconds=0.2, warmup=0))
+
+    net_gflops = [r * flops / 1e9 for r in rounds["net"]]
+    return {
+        "arch": args.arch,
+        "batch": args.batch,
+        "device": str(runner.device),
+        "precision": runner.precision,
+        "compiled": runner.compiled,
+        "backend": evaluator.backend,
+        "threads": evaluator.threads,
+        "net_positions_per_s": round(median(rounds["net"]), 1),
+        "evaluator_positions_per_s": round(median(rounds["eval"]), 1),
+        "client_positions_per_s": round(median(rounds["client"]), 1),
+        "matmul_gflops": round(median(rounds["peak"]), 1),
+        "net_gflops": round(median(net_gflops), 1),
+        "fraction_of_peak": round(median([g / p for g, p in zip(net_gflops, rounds["peak"])]), 3),
+        "evaluator_over_net": round(
+            median([e / n for e, n in zip(rounds["eval"], rounds["net"])]), 3
+        ),
+        "net_flops_per_position": flops,
+        "rounds": args.rounds,
+    }

@@ -1,0 +1,141 @@
+"""The policy-value network: a residual tower with a policy head and a value head."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+from frugalzero.chess.encoding import NUM_PLANES
+from frugalzero.chess.moves import NUM_PLANES as POLICY_PLANES
+from frugalzero.errors import UserError
+
+ValueHead = Literal["scalar", "wdl"]
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Shape of a network; saved in every network file."""
+
+    blocks: int = 6
+    """Residual blocks in the tower."""
+    filters: int = 64
+    """Channels of every convolution in the tower."""
+    se_ratio: int = 0
+    """Squeeze-excitation reduction ratio inside each block; 0 turns it off."""
+    value_head: ValueHead = "scalar"
+    """'scalar': one tanh output (AlphaZero); 'wdl': win/draw/loss logits."""
+    value_channels: int = 32
+    """Channels of the value head's 1x1 convolution."""
+    value_hidden: int = 128
+    """Width of the value head's hidden layer."""
+    input_planes: int = NUM_PLANES
+    """Input planes (119 for the AlphaZero encoding)."""
+
+    def flops_per_position(self) -> int:
+        """Multiply-adds x 2 of one forward pass (convolutions and linear layers)."""
+        f, sq = self.filters, 64
+        conv3 = 9 * f * f * sq * 2
+        total = 9 * self.input_planes * f * sq * 2  # input convolution
+        total += 2 * self.blocks * conv3
+        if self.se_ratio:  # f -> f/r -> 2f (scale and bias)
+            total += self.blocks * 2 * 3 * f * (f // self.se_ratio)
+        total += conv3 + f * POLICY_PLANES * sq * 2  # policy head
+        total += f * self.value_channels * sq * 2  # value head
+        total += self.value_channels * sq * self.value_hidden * 2
+        total += self.value_hidden * (3 if self.value_head == "wdl" else 1) * 2
+        return total
+
+
+ARCHITECTURES: dict[str, NetConfig] = {
+    "tiny": NetConfig(blocks=4, filters=32),
+    "small": NetConfig(blocks=6, filters=64),
+    "medium": NetConfig(blocks=10, filters=128, se_ratio=4),
+    "alphazero": NetConfig(blocks=19, filters=256),
+}
+
+
+def architecture(name: str, **overrides) -> NetConfig:
+    """A named size, optionally with fields changed (e.g. ``value_head='wdl'``)."""
+    if name not in ARCHITECTURES:
+        raise UserError(f"unknown architecture {name!r}; choose from {', '.join(ARCHITECTURES)}")
+    return dataclasses.replace(ARCHITECTURES[name], **overrides)
+
+
+def _conv_bn(c_in: int, c_out: int, kernel: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_out, kernel, padding=kernel // 2, bias=False), nn.BatchNorm2d(c_out)
+    )
+
+
+class SqueezeExcite(nn.Module):
+    """Channel gating from global pooling (scale and bias, as in Leela Chess Zero)."""
+
+    def __init__(self, channels: int, ratio: int) -> None:
+        super().__init__()
+        self.channels = channels
+        self.fc1 = nn.Linear(channels, channels // ratio)
+        self.fc2 = nn.Linear(channels // ratio, 2 * channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = x.mean(dim=(2, 3))
+        scale, bias = self.fc2(torch.relu(self.fc1(pooled))).split(self.channels, dim=1)
+        return x * torch.sigmoid(scale)[:, :, None, None] + bias[:, :, None, None]
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, filters: int, se_ratio: int) -> None:
+        super().__init__()
+        self.conv1 = _conv_bn(filters, filters, 3)
+        self.conv2 = _conv_bn(filters, filters, 3)
+        self.se = SqueezeExcite(filters, se_ratio) if se_ratio else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.se(self.conv2(torch.relu(self.conv1(x))))
+        return torch.relu(x + y)
+
+
+class PolicyValueNet(nn.Module):
+    """Planes (N, 119, 8, 8) -> policy logits (N, 4672) and value (N, 1) or WDL logits (N, 3).
+
+    Policy index = plane * 64 + from-square, which is exactly how the (N, 73, 8, 8) output of
+    the policy convolution flattens.
+    """
+
+    def __init__(self, config: NetConfig) -> None:
+        super().__init__()
+        self.config = config
+        f = config.filters
+        self.stem = nn.Sequential(_conv_bn(config.input_planes, f, 3), nn.ReLU())
+        self.tower = nn.Sequential(
+            *(ResidualBlock(f, config.se_ratio) for _ in range(config.blocks))
+        )
+        self.policy = nn.Sequential(_conv_bn(f, f, 3), nn.ReLU(), nn.Conv2d(f, POLICY_PLANES, 1))
+        outputs = 3 if config.value_head == "wdl" else 1
+        self.value = nn.Sequential(
+            _conv_bn(f, config.value_channels, 1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(config.value_channels * 64, config.value_hidden),
+            nn.ReLU(),
+            nn.Linear(config.value_hidden, outputs),
+        )
+
+    def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.tower(self.stem(planes))
+        policy = self.policy(x).flatten(1)
+        value = self.value(x)
+        if self.config.value_head == "scalar":
+            value = torch.tanh(value)
+        return policy, value
+
+
+def value_from_output(value: torch.Tensor, head: ValueHead) -> torch.Tensor:
+    """Expected score in [-1, 1] for the side to move, from either kind of value head."""
+    if head == "wdl":
+        wdl = torch.softmax(value.float(), dim=1)
+        return wdl[:, 0] - wdl[:, 2]
+    return value.float()[:, 0]

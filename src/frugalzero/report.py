@@ -1,0 +1,53 @@
+"""Command output: one JSON object for machines, a short table for people."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):  # NumPy scalars
+        return _plain(value.item())
+    return value
+
+
+def to_json(result: dict[str, Any]) -> str:
+    return json.dumps(_plain(result), sort_keys=False)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    if isinstance(value, dict | list):
+        return json.dumps(_plain(value))
+    return str(value)
+
+
+def emit(result: dict[str, Any], as_json: bool, title: str = "") -> None:
+    """Print ``result`` as one JSON line (stdout) or as a two-column table."""
+    if as_json:
+        print(to_json(result), flush=True)
+        return
+    table = Table(title=title or None, show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in result.items():
+        table.add_row(key, _fmt(value))
+    Console(file=sys.stdout).print(table)
+
+
+def stderr_console() -> Console:
+    """Where progress goes, so stdout stays clean for --json."""
+    return Console(file=sys.stderr)

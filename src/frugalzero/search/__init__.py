@@ -1,0 +1,1 @@
+"""frugalzero.search."""

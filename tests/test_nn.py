@@ -1,0 +1,128 @@
+"""Network shapes, the evaluator's priors and values, and both backends agreeing."""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+import torch
+
+from frugalzero.chess.history import GameHistory, net_input_from_board
+from frugalzero.chess.moves import NUM_MOVES
+from frugalzero.chess.positions import random_boards
+from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
+from frugalzero.nn.model import ARCHITECTURES, PolicyValueNet, architecture
+
+INLINE = EvaluatorConfig(backend="inline", precision="fp32", compile="off")
+
+
+@pytest.mark.parametrize("name", ["tiny", "small"])
+def test_output_shapes(name):
+    net = PolicyValueNet(architecture(name)).eval()
+    policy, value = net(torch.zeros(3, 119, 8, 8))
+    assert policy.shape == (3, NUM_MOVES) and value.shape == (3, 1)
+    assert value.abs().max() <= 1
+
+
+def test_named_sizes():
+    assert (ARCHITECTURES["tiny"].blocks, ARCHITECTURES["tiny"].filters) == (4, 32)
+    assert (ARCHITECTURES["small"].blocks, ARCHITECTURES["small"].filters) == (6, 64)
+    assert (ARCHITECTURES["medium"].blocks, ARCHITECTURES["medium"].filters) == (10, 128)
+    assert (ARCHITECTURES["alphazero"].blocks, ARCHITECTURES["alphazero"].filters) == (19, 256)
+    big = PolicyValueNet(architecture("alphazero"))
+    assert 20e6 < sum(p.numel() for p in big.parameters()) < 30e6  # the paper's order of size
+
+
+def test_flop_count_matches_the_layers():
+    config = architecture("small", se_ratio=4)
+    net = PolicyValueNet(config)
+    counted = 0
+    for m in net.modules():
+        if isinstance(m, torch.nn.Conv2d):
+            counted += 2 * m.in_channels * m.out_channels * m.kernel_size[0] * m.kernel_size[1] * 64
+        elif isinstance(m, torch.nn.Linear):
+            counted += 2 * m.in_features * m.out_features
+    assert config.flops_per_position() == counted
+
+
+def test_priors_sum_to_one_over_legal_moves_and_zero_elsewhere(tiny_net):
+    boards = random_boards(40, seed=4)
+    with Evaluator(tiny_net, INLINE) as ev:
+        for board, result in zip(boards, ev.evaluate(boards)):
+            inp = net_input_from_board(board)
+            assert result.priors.shape == (board.legal_moves.count(),)
+            assert abs(result.priors.sum() - 1) < 1e-5 and (result.priors >= 0).all()
+            dense = np.zeros(NUM_MOVES)
+            dense[inp.indices] = result.priors
+            illegal = np.ones(NUM_MOVES, bool)
+            illegal[inp.indices] = False
+            assert dense[illegal].sum() == 0
+            assert -1 <= result.value <= 1
+
+
+def test_priors_are_the_softmax_of_legal_logits(tiny_net):
+    board = random_boards(1, seed=9)[0]
+    inp = net_input_from_board(board)
+    with Evaluator(tiny_net, INLINE) as ev:
+        result = ev.evaluate([board])[0]
+        planes = torch.from_numpy(
+            __import__("frugalzero").chess.encode(
+                np.frombuffer(inp.frames, "<u8").reshape(1, 8, 13), np.array([inp.meta])
+            )
+        )
+        logits, value = tiny_net(planes)
+    expected = torch.softmax(logits[0, torch.from_numpy(inp.indices)], 0).detach().numpy()
+    np.testing.assert_allclose(result.priors, expected, rtol=1e-5, atol=1e-6)
+    assert result.value == pytest.approx(value.item(), abs=1e-6)
+
+
+def test_wdl_head_gives_probabilities():
+    net = PolicyValueNet(architecture("tiny", value_head="wdl")).eval()
+    with Evaluator(net, INLINE) as ev:
+        result = ev.evaluate([chess.Board()])[0]
+    assert result.wdl is not None and abs(result.wdl.sum() - 1) < 1e-5
+    assert result.value == pytest.approx(result.wdl[0] - result.wdl[2], abs=1e-6)
+
+
+def test_terminal_position_has_no_priors(tiny_net):
+    mate = chess.Board("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1")
+    assert mate.is_checkmate()
+    with Evaluator(tiny_net, INLINE) as ev:
+        result = ev.evaluate([mate, chess.Board()])
+    assert result[0].priors.shape == (0,) and abs(result[1].priors.sum() - 1) < 1e-5
+
+
+def test_cache_is_keyed_by_history_too(tiny_net):
+    direct = GameHistory()
+    for uci in ["g1f3", "g8f6", "f3g1", "f6g8"]:  # back at the start, with a history
+        direct.push(chess.Move.from_uci(uci))
+    with Evaluator(tiny_net, INLINE) as ev:
+        first = ev.evaluate([chess.Board()])[0]
+        again = ev.evaluate([chess.Board()])[0]
+        assert ev.hits == 1 and again is first
+        other = ev.evaluate([direct.net_input()])[0]
+        assert ev.misses == 2  # same board, other history: other planes, other entry
+        assert other.value != first.value
+
+
+def test_process_backend_agrees_with_inline(tiny_net):
+    boards = random_boards(300, seed=12)
+    config = EvaluatorConfig(backend="process", precision="fp32", compile="off", cache_size=0)
+    with Evaluator(tiny_net, INLINE) as inline, Evaluator(tiny_net, config) as proc:
+        expected = inline.evaluate(boards)
+        pendings = [proc.submit(boards[i : i + 64]) for i in range(0, 300, 64)]  # > 4 slots
+        got = [r for p in pendings for r in p.result()]
+        stats = proc.server_stats()
+    assert stats["positions"] == 300
+    for a, b in zip(expected, got):
+        np.testing.assert_allclose(a.priors, b.priors, rtol=1e-4, atol=1e-6)
+        assert a.value == pytest.approx(b.value, abs=1e-5)
+
+
+def test_update_weights_changes_answers_and_clears_cache(tiny_net):
+    other = PolicyValueNet(tiny_net.config).eval()
+    with Evaluator(tiny_net, INLINE) as ev:
+        before = ev.evaluate([chess.Board()])[0].value
+        ev.update_weights(other)
+        after = ev.evaluate([chess.Board()])[0].value
+    assert before != after
