@@ -1,0 +1,391 @@
+"""Games <-> compact columns: how a shard stores records (pure functions, no files).
+
+A shard holds games, not positions. Its columns are flat arrays over all games, one value per
+game, per ply or per policy entry, so that equal kinds of bytes sit together and compress well:
+
+* ``plies`` (u16 per game) and ``games`` (JSON: start FEN when not the standard one, method,
+  net id, game id, extra, result);
+* ``moves`` (u16 per ply: from | to << 6 | promotion << 12; no board needed to decode);
+* ``kinds`` (u8 per ply): the policy-target kind in the low 3 bits, bit 3 = has a search
+  value, bit 4 = has an expert value;
+* policy entries: ``pol_n`` (u8, kinds COUNTS and FLOATS), ``pol_total`` (u16, COUNTS),
+  ``pol_index`` (u16 policy index), ``pol_count`` (u16), ``pol_prob`` (f32, FLOATS);
+* ``search_value`` and ``expert_value`` (f32, only where present).
+
+Policy targets are stored exactly. A one-hot target on the played move costs nothing beyond
+its kind byte (PGN, Stockfish games). Visit distributions are stored as integer counts over a
+common denominator, found from the probabilities themselves (``exact_counts``) and checked to
+give back the very same float32 values; anything else falls back to raw float32. Values are
+kept as float32, the precision training uses.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import chess
+import numpy as np
+
+from frugalzero.chess.moves import NUM_MOVES, move_to_index
+from frugalzero.data.records import METHODS, GameRecord, PlyTarget
+
+# policy-target kinds (low 3 bits of a ply's kind byte)
+NONE, PLAYED, COUNTS, OTHER, FLOATS = 0, 1, 2, 3, 4
+HAS_SEARCH, HAS_EXPERT = 8, 16
+KIND_MASK = 7
+
+MAX_DENOMINATOR = 2048  # visit totals up to this are recognised exactly (see exact_counts)
+MAX_PLIES = 65535
+
+_PROMO_CODE = {None: 0, chess.KNIGHT: 1, chess.BISHOP: 2, chess.ROOK: 3, chess.QUEEN: 4}
+_PROMO_PIECE = (None, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN)
+
+U16_COLUMNS = ("plies", "moves", "pol_total", "pol_index", "pol_count")
+U8_COLUMNS = ("kinds", "pol_n")
+F32_COLUMNS = ("pol_prob", "search_value", "expert_value")
+ARRAY_COLUMNS = U16_COLUMNS + U8_COLUMNS + F32_COLUMNS
+DTYPES = {
+    **{c: np.dtype("<u2") for c in U16_COLUMNS},
+    **{c: np.dtype("u1") for c in U8_COLUMNS},
+    **{c: np.dtype("<f4") for c in F32_COLUMNS},
+}
+
+
+class RecordError(ValueError):
+    """A record that cannot be stored (the message says which field and why)."""
+
+
+def move_code(move: chess.Move) -> int:
+    """A move in 15 bits: from-square, to-square, promotion piece."""
+    return move.from_square | move.to_square << 6 | _PROMO_CODE[move.promotion] << 12
+
+
+_MOVE_TABLE: list[chess.Move] | None = None
+
+
+def move_table() -> list[chess.Move]:
+    """code -> chess.Move for every code (built once; decoding is then a list lookup)."""
+    global _MOVE_TABLE
+    if _MOVE_TABLE is None:
+        _MOVE_TABLE = [
+            chess.Move(code & 63, (code >> 6) & 63, _PROMO_PIECE[min(code >> 12, 4)])
+            for code in range(1 << 15)
+        ]
+    return _MOVE_TABLE
+
+
+def exact_counts(probs: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """(total, counts) with ``float32(counts / total) == probs`` exactly, or None.
+
+    A visit distribution is counts / visits. Every float32 of the form c / n with n <= 2048 is
+    closer to c / n than to any other fraction with such a denominator (their spacing,
+    1 / 2048**2, exceeds float32 rounding), so ``limit_denominator`` recovers each one; the
+    total is the least common multiple of the denominators, and the result is verified.
+    """
+    total = 1
+    for value in np.unique(probs):
+        if not 0.0 <= value <= 1.0:
+            return None
+        den = Fraction(float(value)).limit_denominator(MAX_DENOMINATOR).denominator
+        total = total * den // math.gcd(total, den)
+        if total > 65535:
+            return None
+    counts = np.rint(probs.astype(np.float64) * total)
+    if not np.array_equal((counts / total).astype(np.float32), probs):
+        return None
+    return total, counts.astype(np.uint16)
+
+
+@dataclass
+class GameColumns:
+    """The encoded columns of some games (arrays as in the module docstring, plus ``games``)."""
+
+    arrays: dict[str, np.ndarray]
+    games: list[dict]
+
+    @property
+    def positions(self) -> int:
+        return int(np.count_nonzero(self.arrays["kinds"] & KIND_MASK))
+
+
+def _game_header(record: GameRecord) -> dict:
+    header: dict = {"m": record.method}
+    if record.start_fen != chess.STARTING_FEN:
+        header["f"] = record.start_fen
+    if record.net_id:
+        header["n"] = record.net_id
+    if record.game_id:
+        header["g"] = record.game_id
+    if record.extra:
+        header["x"] = {str(k): str(v) for k, v in record.extra.items()}
+    if record.result is not None:
+        header["r"] = record.result
+    return header
+
+
+def encode_game(record: GameRecord) -> GameColumns:
+    """One game's columns; raises RecordError naming the game and field when it cannot."""
+    where = f"game {record.game_id or '?'}"
+    if record.method not in METHODS:
+        raise RecordError(f"{where}: method {record.method!r} is not one of {METHODS}")
+    if record.result not in (None, 1, 0, -1):
+        raise RecordError(f"{where}: result {record.result!r} is not 1, 0, -1 or None")
+    if len(record.moves) > MAX_PLIES:
+        raise RecordError(f"{where}: {len(record.moves)} moves, at most {MAX_PLIES}")
+    try:
+        board = chess.Board(record.start_fen)
+    except ValueError as exc:
+        raise RecordError(f"{where}: bad start_fen ({exc})") from None
+    turn = board.turn
+    moves, kinds = [], []
+    pol_n, pol_total, pol_index, pol_count, pol_prob = [], [], [], [], []
+    search, expert = [], []
+    for ply, (uci, target) in enumerate(zip(record.moves, record.targets)):
+        try:
+            move = chess.Move.from_uci(uci)
+            if not move:
+                raise ValueError("null move")
+            played = move_to_index(move, turn)
+        except ValueError as exc:
+            raise RecordError(f"{where}: ply {ply}: bad move {uci!r} ({exc})") from None
+        moves.append(move_code(move))
+        turn = not turn
+        if target is None:
+            kinds.append(NONE)
+            continue
+        kind = _encode_policy(target, played, pol_n, pol_total, pol_index, pol_count, pol_prob)
+        if kind is None:
+            raise RecordError(f"{where}: ply {ply}: bad policy target")
+        if target.search_value is not None:
+            kind |= HAS_SEARCH
+            search.append(_value(target.search_value, where, ply, "search_value"))
+        if target.expert_value is not None:
+            kind |= HAS_EXPERT
+            expert.append(_value(target.expert_value, where, ply, "expert_value"))
+        kinds.append(kind)
+    arrays = {
+        "plies": [len(moves)],
+        "moves": moves,
+        "kinds": kinds,
+        "pol_n": pol_n,
+        "pol_total": pol_total,
+        "pol_index": pol_index,
+        "pol_count": pol_count,
+        "pol_prob": pol_prob,
+        "search_value": search,
+        "expert_value": expert,
+    }
+    return GameColumns(
+        {k: np.asarray(v, dtype=DTYPES[k]) for k, v in arrays.items()}, [_game_header(record)]
+    )
+
+
+def _value(value: float, where: str, ply: int, name: str) -> float:
+    if not -1.0 <= value <= 1.0:  # also refuses NaN
+        raise RecordError(f"{where}: ply {ply}: {name} {value!r} is outside [-1, 1]")
+    return value
+
+
+def _encode_policy(target: PlyTarget, played, pol_n, pol_total, pol_index, pol_count, pol_prob):
+    indices = np.asarray(target.policy_indices).reshape(-1)
+    probs = np.asarray(target.policy_probs, dtype=np.float32).reshape(-1)
+    n = len(indices)
+    if n == 0 or n != len(probs) or n > 255:
+        return None
+    if indices.min() < 0 or indices.max() >= NUM_MOVES or not np.isfinite(probs).all():
+        return None
+    if n == 1 and probs[0] == 1.0:
+        if int(indices[0]) == played:
+            return PLAYED
+        pol_index.append(int(indices[0]))
+        return OTHER
+    pol_n.append(n)
+    pol_index.extend(indices.tolist())
+    exact = exact_counts(probs)
+    if exact is None:
+        pol_prob.extend(probs.tolist())
+        return FLOATS
+    pol_total.append(exact[0])
+    pol_count.extend(exact[1].tolist())
+    return COUNTS
+
+
+def concat(parts: list[GameColumns]) -> GameColumns:
+    """Columns of many games, in order."""
+    arrays = {
+        name: np.concatenate([p.arrays[name] for p in parts]) if parts else np.zeros(0, dtype)
+        for name, dtype in DTYPES.items()
+    }
+    return GameColumns(arrays, [g for p in parts for g in p.games])
+
+
+def to_bytes(columns: GameColumns) -> tuple[bytes, dict[str, list[int]]]:
+    """The columns laid end to end, and where each one lies (name -> [offset, length]).
+
+    Two-byte columns are stored low bytes first, then high bytes: the high bytes of small
+    numbers are mostly equal, and apart they compress far better.
+    """
+    chunks, layout, offset = [], {}, 0
+    games = json.dumps(columns.games, separators=(",", ":")).encode()
+    for name in ("games", *ARRAY_COLUMNS):
+        if name == "games":
+            data = games
+        else:
+            array = columns.arrays[name]
+            if array.dtype.itemsize > 1:
+                data = array.view(np.uint8).reshape(-1, array.dtype.itemsize).T.tobytes()
+            else:
+                data = array.tobytes()
+        layout[name] = [offset, len(data)]
+        chunks.append(data)
+        offset += len(data)
+    return b"".join(chunks), layout
+
+
+def from_bytes(data: bytes, layout: dict[str, list[int]]) -> GameColumns:
+    """Inverse of ``to_bytes``; raises ValueError on any inconsistency."""
+    arrays = {}
+    for name, dtype in DTYPES.items():
+        offset, length = layout[name]
+        raw = np.frombuffer(data, dtype=np.uint8, count=length, offset=offset)
+        if length % dtype.itemsize:
+            raise ValueError(f"column {name} has {length} bytes")
+        if dtype.itemsize > 1:
+            raw = raw.reshape(dtype.itemsize, -1).T.copy()
+        arrays[name] = raw.view(dtype).reshape(-1)
+    offset, length = layout["games"]
+    games = json.loads(data[offset : offset + length])
+    columns = GameColumns(arrays, games)
+    check(columns)
+    return columns
+
+
+@dataclass
+class Offsets:
+    """Where each game's and each ply's data starts in the columns (cumulative counts)."""
+
+    ply: np.ndarray  # (games + 1,) first ply of each game in ``moves``/``kinds``
+    index: np.ndarray  # (plies + 1,) first entry of each ply in ``pol_index``
+    count: np.ndarray  # (plies + 1,) in ``pol_count``
+    prob: np.ndarray  # (plies + 1,) in ``pol_prob``
+    total: np.ndarray  # (plies + 1,) in ``pol_total``
+    search: np.ndarray  # (plies + 1,) in ``search_value``
+    expert: np.ndarray  # (plies + 1,) in ``expert_value``
+
+
+def _cumsum0(values: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(values, out=out[1:])
+    return out
+
+
+def offsets(columns: GameColumns) -> Offsets:
+    """Cumulative positions of every game and ply in the columns (vectorised)."""
+    a = columns.arrays
+    kinds = a["kinds"]
+    kind = kinds & KIND_MASK
+    with_n = (kind == COUNTS) | (kind == FLOATS)
+    n = np.zeros(len(kinds), dtype=np.int64)
+    n[with_n] = a["pol_n"]
+    entries = n + (kind == OTHER)
+    return Offsets(
+        ply=_cumsum0(a["plies"]),
+        index=_cumsum0(entries),
+        count=_cumsum0(np.where(kind == COUNTS, n, 0)),
+        prob=_cumsum0(np.where(kind == FLOATS, n, 0)),
+        total=_cumsum0(kind == COUNTS),
+        search=_cumsum0((kinds & HAS_SEARCH) > 0),
+        expert=_cumsum0((kinds & HAS_EXPERT) > 0),
+    )
+
+
+def check(columns: GameColumns) -> None:
+    """Column lengths agree with each other (a decoder never reads past an array)."""
+    a = columns.arrays
+    if len(a["plies"]) != len(columns.games):
+        raise ValueError("plies and games differ in length")
+    if int(a["plies"].sum()) != len(a["moves"]) or len(a["moves"]) != len(a["kinds"]):
+        raise ValueError("ply columns differ in length")
+    kind = a["kinds"] & KIND_MASK
+    if kind.max(initial=0) > FLOATS:
+        raise ValueError("unknown policy kind")
+    if np.count_nonzero((kind == COUNTS) | (kind == FLOATS)) != len(a["pol_n"]):
+        raise ValueError("pol_n length")
+    off = offsets(columns)
+    expected = {
+        "pol_index": off.index[-1],
+        "pol_count": off.count[-1],
+        "pol_prob": off.prob[-1],
+        "pol_total": off.total[-1],
+        "search_value": off.search[-1],
+        "expert_value": off.expert[-1],
+    }
+    for name, length in expected.items():
+        if len(a[name]) != length:
+            raise ValueError(f"column {name} has {len(a[name])} entries, expected {length}")
+    if len(a["pol_index"]) and a["pol_index"].max() >= NUM_MOVES:
+        raise ValueError("policy index out of range")
+    if len(a["pol_total"]) and a["pol_total"].min() == 0:
+        raise ValueError("zero visit total")
+
+
+def decode_games(columns: GameColumns) -> list[GameRecord]:
+    """Every game back as a GameRecord (policy indices of played moves need the side to move,
+    which alternates from the start position)."""
+    a, off = columns.arrays, offsets(columns)
+    table = move_table()
+    kinds_all = a["kinds"].tolist()
+    records = []
+    for g, header in enumerate(columns.games):
+        fen = header.get("f", chess.STARTING_FEN)
+        turn = chess.Board(fen).turn if "f" in header else chess.WHITE
+        start, stop = int(off.ply[g]), int(off.ply[g + 1])
+        moves = [table[c] for c in a["moves"][start:stop].tolist()]
+        targets: list[PlyTarget | None] = []
+        for ply in range(start, stop):
+            kinds = kinds_all[ply]
+            kind = kinds & KIND_MASK
+            if kind == NONE:
+                targets.append(None)
+            else:
+                indices, probs = ply_policy(a, off, ply, kind, moves[ply - start], turn)
+                targets.append(
+                    PlyTarget(
+                        indices,
+                        probs,
+                        float(a["search_value"][off.search[ply]]) if kinds & HAS_SEARCH else None,
+                        float(a["expert_value"][off.expert[ply]]) if kinds & HAS_EXPERT else None,
+                    )
+                )
+            turn = not turn
+        records.append(
+            GameRecord(
+                start_fen=fen,
+                moves=[m.uci() for m in moves],
+                targets=targets,
+                result=header.get("r"),
+                method=header["m"],
+                net_id=header.get("n", ""),
+                game_id=header.get("g", ""),
+                extra=dict(header.get("x", {})),
+            )
+        )
+    return records
+
+
+def ply_policy(a, off: Offsets, ply: int, kind: int, move: chess.Move, turn: bool):
+    """(indices int64, probs float32) of one ply's policy target."""
+    if kind == PLAYED:
+        return np.array([move_to_index(move, turn)], dtype=np.int64), np.ones(1, np.float32)
+    i0, i1 = off.index[ply], off.index[ply + 1]
+    indices = a["pol_index"][i0:i1].astype(np.int64)
+    if kind == OTHER:
+        return indices, np.ones(1, np.float32)
+    if kind == COUNTS:
+        total = float(a["pol_total"][off.total[ply]])
+        counts = a["pol_count"][off.count[ply] : off.count[ply + 1]]
+        return indices, (counts / total).astype(np.float32)
+    return indices, a["pol_prob"][off.prob[ply] : off.prob[ply + 1]].copy()

@@ -1,0 +1,130 @@
+"""Replay stored games into training samples: history frames, legal moves, dense targets.
+
+Replaying costs one python-chess ``push`` and one frame per ply, and one legal-move listing
+per trained position (~55 us, the main cost of loading). Positions recur (openings, book
+starts), so legal moves are cached by position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import chess
+import numpy as np
+
+from frugalzero.chess.encoding import FRAME_WORDS, HISTORY, board_meta
+from frugalzero.chess.history import GameHistory, position_key
+from frugalzero.chess.moves import NUM_MOVES, legal_moves_and_indices, move_to_index
+from frugalzero.data import codec
+
+NAN = float("nan")
+
+
+class ReplayError(ValueError):
+    """A stored game that does not replay (illegal move, policy on an illegal move)."""
+
+
+@dataclass(slots=True)
+class Sample:
+    """One trainable position, compact: its game's frames are shared, targets stay sparse."""
+
+    frames: np.ndarray  # (HISTORY - 1 + plies + 1, 13) uint64: the game's frames, padded
+    row: int  # this position's frame is frames[row]; its history is rows row-7 .. row
+    meta: tuple[int, ...]
+    legal: np.ndarray  # policy indices of the legal moves
+    policy_indices: np.ndarray
+    policy_probs: np.ndarray
+    z: float
+    search_value: float
+    expert_value: float
+
+
+class LegalCache:
+    """Policy indices of legal moves by position; cleared when full (cheap and bounded)."""
+
+    def __init__(self, size: int = 50_000) -> None:
+        self.size = size
+        self._map: dict[tuple, np.ndarray] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, board: chess.Board) -> np.ndarray:
+        if self.size <= 0:
+            return legal_moves_and_indices(board)[1]
+        key = position_key(board)
+        found = self._map.get(key)
+        if found is not None:
+            self.hits += 1
+            return found
+        self.misses += 1
+        if len(self._map) >= self.size:
+            self._map.clear()
+        found = self._map[key] = legal_moves_and_indices(board)[1]
+        return found
+
+
+_START = chess.Board()
+
+
+def replay_game(
+    columns: codec.GameColumns,
+    off: codec.Offsets,
+    game: int,
+    cache: LegalCache,
+) -> list[Sample]:
+    """The trainable positions of game ``game`` of ``columns``, in ply order."""
+    a = columns.arrays
+    header = columns.games[game]
+    fen = header.get("f")
+    try:
+        board = chess.Board(fen) if fen else _START
+    except ValueError as exc:
+        raise ReplayError(f"bad start FEN ({exc})") from None
+    history = GameHistory(board)
+    board = history.board
+    result = header.get("r")
+    start, stop = int(off.ply[game]), int(off.ply[game + 1])
+    table = codec.move_table()
+    codes = a["moves"][start:stop].tolist()
+    kinds = a["kinds"][start:stop].tolist()
+    frames = [history.frames(1)[0]]
+    pending: list[tuple] = []
+    scratch = np.zeros(NUM_MOVES, dtype=bool)
+    for i, (code, kinds_i) in enumerate(zip(codes, kinds)):
+        move = table[code]
+        kind = kinds_i & codec.KIND_MASK
+        if kind == codec.NONE:
+            if not board.is_legal(move):
+                raise ReplayError(f"ply {i}: illegal move {move.uci()}")
+        else:
+            ply = start + i
+            turn = board.turn
+            legal = cache.get(board)
+            indices, probs = codec.ply_policy(a, off, ply, kind, move, turn)
+            scratch[legal] = True
+            ok = scratch[move_to_index(move, turn)] and scratch[indices].all()
+            scratch[legal] = False
+            if not ok:
+                raise ReplayError(f"ply {i}: move or policy target not legal")
+            z = NAN if result is None else (result if turn == chess.WHITE else -result)
+            sv = float(a["search_value"][off.search[ply]]) if kinds_i & codec.HAS_SEARCH else NAN
+            ev = float(a["expert_value"][off.expert[ply]]) if kinds_i & codec.HAS_EXPERT else NAN
+            pending.append((i, board_meta(board), legal, indices, probs, z, sv, ev))
+        history.push(move)
+        frames.append(history.frames(1)[0])
+    if not pending:
+        return []
+    padded = np.zeros((HISTORY - 1 + len(frames), FRAME_WORDS), dtype=np.uint64)
+    padded[HISTORY - 1 :] = np.frombuffer(b"".join(frames), dtype="<u8").reshape(-1, FRAME_WORDS)
+    return [
+        Sample(padded, i + HISTORY - 1, meta, legal, idx, probs, float(z), sv, ev)
+        for i, meta, legal, idx, probs, z, sv, ev in pending
+    ]
+
+
+def stack_history(samples: list[Sample]) -> np.ndarray:
+    """(N, HISTORY, 13) uint64 frames, newest first, of the samples' positions."""
+    out = np.empty((len(samples), HISTORY, FRAME_WORDS), dtype=np.uint64)
+    for n, s in enumerate(samples):
+        out[n] = s.frames[s.row - HISTORY + 1 : s.row + 1][::-1]
+    return out

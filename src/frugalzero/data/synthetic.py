@@ -1,0 +1,85 @@
+"""Self-play-like games without a search, for tests and the data benchmark.
+
+A 64-simulation search visits 10-25 of a position's moves, a few of them often and most once
+or twice. Here each position visits 10-25 of its legal moves (all when it has fewer): one visit
+each, the rest drawn from a Dirichlet over power-law weights (rank r gets weight r^-1.2), 64 in
+all; the move played is drawn from the visits for the first 30 plies and is the most visited
+one after (AlphaZero's temperature schedule), and games end by the rules or are adjudicated
+between plies 60 and 200. Root values drift towards the final result. Records built this
+way have the same shape and the same entropy per field as real self-play records, which is
+what the bytes-per-position figure depends on.
+"""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+
+from frugalzero.chess.moves import moves_to_indices
+from frugalzero.data.records import GameRecord, PlyTarget
+
+
+def _over(board: chess.Board) -> bool:
+    return board.is_game_over(claim_draw=False) or _draw_claim(board) is not None
+
+
+def _draw_claim(board: chess.Board) -> chess.Outcome | None:
+    """Threefold repetition or the 50-move rule; python-chess's full claim check is slow."""
+    if board.halfmove_clock >= 100:
+        return chess.Outcome(chess.Termination.FIFTY_MOVES, None)
+    if board.is_repetition(3):
+        return chess.Outcome(chess.Termination.THREEFOLD_REPETITION, None)
+    return None
+
+
+def selfplay_like_game(
+    rng: np.random.Generator,
+    simulations: int = 64,
+    game_id: str = "",
+    start_fen: str = chess.STARTING_FEN,
+) -> GameRecord:
+    """One synthetic self-play game (see the module docstring)."""
+    board = chess.Board(start_fen)
+    moves: list[str] = []
+    targets: list[PlyTarget | None] = []
+    max_plies = int(rng.integers(60, 201))
+    drift = float(rng.uniform(-0.3, 0.3))
+    while len(moves) < max_plies and not _over(board):
+        legal = list(board.legal_moves)
+        k = min(len(legal), int(rng.integers(10, 26)))
+        chosen = rng.choice(len(legal), size=k, replace=False)
+        weights = rng.dirichlet(np.arange(1, k + 1, dtype=np.float64) ** -1.2 * 4 + 0.05)
+        counts = 1 + rng.multinomial(max(simulations - k, 0), weights)  # each visited once
+        if len(moves) < 30:
+            pick = rng.choice(len(chosen), p=counts / counts.sum())
+        else:
+            pick = int(np.argmax(counts))
+        move = legal[int(chosen[pick])]
+        indices = moves_to_indices([legal[int(i)] for i in chosen], board.turn)
+        probs = (counts / counts.sum()).astype(np.float32)
+        progress = len(moves) / max_plies
+        value = float(np.clip(drift * progress + rng.normal(0, 0.15), -1, 1))
+        if board.turn == chess.BLACK:
+            value = -value
+        targets.append(PlyTarget(indices, probs, search_value=value))
+        moves.append(move.uci())
+        board.push(move)
+    outcome = board.outcome(claim_draw=False) or _draw_claim(board)
+    if outcome is not None:
+        result = 0.0 if outcome.winner is None else (1.0 if outcome.winner else -1.0)
+    else:
+        result = float(np.sign(drift)) if abs(drift) > 0.1 else 0.0
+    return GameRecord(
+        start_fen=start_fen,
+        moves=moves,
+        targets=targets,
+        result=result,
+        method="selfplay",
+        net_id="0123456789abcdef",
+        game_id=game_id,
+    )
+
+
+def selfplay_like_games(count: int, seed: int = 0, simulations: int = 64) -> list[GameRecord]:
+    rng = np.random.default_rng(seed)
+    return [selfplay_like_game(rng, simulations, game_id=f"s{seed}-g{i}") for i in range(count)]
