@@ -59,7 +59,7 @@ def mixed_games() -> list[GameRecord]:
     targets = [
         None,
         PlyTarget(*one_hot(e1c1), expert_value=0.25),
-        PlyTarget(np.array([a8b8, 5]), np.array([0.1, 0.9], np.float32), -0.5, 1 / 3),
+        PlyTarget(np.array([a8b8, 5]), np.array([0.2137, 0.7863], np.float32), -0.5, 1 / 3),
     ]
     extra = {"k": "v"}
     games.append(
@@ -87,7 +87,7 @@ def test_visit_counts_are_stored_as_integers():
     assert codec.exact_counts(probs)[0] == 64
     total, counts = codec.exact_counts(np.array([0.3, 0.7], np.float32))
     assert total == 10 and counts.tolist() == [3, 7]
-    assert codec.exact_counts(np.array([0.123456789, 0.876543211], np.float32)) is None
+    assert codec.exact_counts(np.array([0.2137, 0.7863], np.float32)) is None
 
 
 def test_compact_for_selfplay(tmp_path):
