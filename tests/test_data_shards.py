@@ -10,13 +10,11 @@ import textwrap
 import time
 from pathlib import Path
 
-import chess
 import numpy as np
 import pytest
 
-from frugalzero.chess.moves import move_to_index
 from frugalzero.data import codec
-from frugalzero.data.records import GameRecord, PlyTarget, one_hot
+from frugalzero.data.records import GameRecord, PlyTarget
 from frugalzero.data.shards import (
     ShardError,
     ShardWriter,
@@ -25,7 +23,7 @@ from frugalzero.data.shards import (
     shard_paths,
     write_shard,
 )
-from frugalzero.data.synthetic import selfplay_like_games
+from frugalzero.data.synthetic import every_kind_games, selfplay_like_games
 
 
 def assert_same_games(a: list[GameRecord], b: list[GameRecord]) -> None:
@@ -49,33 +47,12 @@ def assert_same_games(a: list[GameRecord], b: list[GameRecord]) -> None:
                 assert (v is None and w is None) or np.float32(v) == w
 
 
-def mixed_games() -> list[GameRecord]:
-    """Every kind of target: visit counts, one-hot on the played move and on another move,
-    raw probabilities, history-only plies, expert values, a FEN start, no result."""
-    games = selfplay_like_games(3, seed=5)
-    fen = "r3k2r/8/8/8/8/8/8/R3K2R b KQkq - 3 40"
-    e1c1 = move_to_index(chess.Move.from_uci("e1c1"), chess.WHITE)
-    a8b8 = move_to_index(chess.Move.from_uci("a8b8"), chess.BLACK)
-    targets = [
-        None,
-        PlyTarget(*one_hot(e1c1), expert_value=0.25),
-        PlyTarget(np.array([a8b8, 5]), np.array([0.2137, 0.7863], np.float32), -0.5, 1 / 3),
-    ]
-    extra = {"k": "v"}
-    games.append(
-        GameRecord(fen, ["e8g8", "e1c1", "a8b8"], targets, None, "eps-explore", "", "x", extra)
-    )
-    e2e4 = move_to_index(chess.Move.from_uci("e2e4"), chess.WHITE)
-    d2d4 = move_to_index(chess.Move.from_uci("d2d4"), chess.WHITE)
-    targets = [PlyTarget(*one_hot(d2d4)), None, PlyTarget(*one_hot(e2e4))]
-    games.append(GameRecord(chess.STARTING_FEN, ["e2e4", "e7e5", "g1f3"], targets, 0, "pgn"))
-    return games
-
-
 def test_round_trip_is_exact(tmp_path):
-    games = mixed_games()
+    games = every_kind_games()
     path = write_shard(tmp_path / "a.fzs", games)
     assert_same_games(games, read_shard(path))
+    kinds = set(codec.concat([codec.encode_game(g) for g in games]).arrays["kinds"] & 7)
+    assert kinds == {codec.NONE, codec.PLAYED, codec.COUNTS, codec.OTHER, codec.FLOATS}
     info = scan_shards([tmp_path])[0]
     assert info.games == len(games)
     assert info.positions == sum(g.positions for g in games)
@@ -154,7 +131,7 @@ def test_writer_keeps_finished_games_on_error(tmp_path):
 _WRITER = """
 import os, signal, sys
 from frugalzero.data.shards import ShardWriter
-from frugalzero.data.synthetic import selfplay_like_games
+from frugalzero.data.synthetic import every_kind_games, selfplay_like_games
 games = selfplay_like_games(4, seed=0)
 mode = sys.argv[2]
 if mode == "fsync":  # die after the data is written, before the shard gets its name

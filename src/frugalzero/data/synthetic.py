@@ -15,8 +15,8 @@ from __future__ import annotations
 import chess
 import numpy as np
 
-from frugalzero.chess.moves import moves_to_indices
-from frugalzero.data.records import GameRecord, PlyTarget
+from frugalzero.chess.moves import move_to_index, moves_to_indices
+from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 
 
 def _over(board: chess.Board) -> bool:
@@ -83,3 +83,26 @@ def selfplay_like_game(
 def selfplay_like_games(count: int, seed: int = 0, simulations: int = 64) -> list[GameRecord]:
     rng = np.random.default_rng(seed)
     return [selfplay_like_game(rng, simulations, game_id=f"s{seed}-g{i}") for i in range(count)]
+
+
+def every_kind_games() -> list[GameRecord]:
+    """Every kind of target: visit counts, one-hot on the played move and on another move,
+    raw probabilities, history-only plies, expert values, a FEN start, no result."""
+    games = selfplay_like_games(3, seed=5)
+    fen = "r3k2r/8/8/8/8/8/8/R3K2R b KQkq - 3 40"
+    e1c1 = move_to_index(chess.Move.from_uci("e1c1"), chess.WHITE)
+    a8b8 = move_to_index(chess.Move.from_uci("a8b8"), chess.BLACK)
+    targets = [
+        None,
+        PlyTarget(*one_hot(e1c1), expert_value=0.25),
+        PlyTarget(np.array([a8b8, 5]), np.array([0.2137, 0.7863], np.float32), -0.5, 1 / 3),
+    ]
+    extra = {"k": "v"}
+    games.append(
+        GameRecord(fen, ["e8g8", "e1c1", "a8b8"], targets, None, "eps-explore", "", "x", extra)
+    )
+    e2e4 = move_to_index(chess.Move.from_uci("e2e4"), chess.WHITE)
+    d2d4 = move_to_index(chess.Move.from_uci("d2d4"), chess.WHITE)
+    targets = [PlyTarget(*one_hot(e2e4)), None, PlyTarget(*one_hot(d2d4))]
+    games.append(GameRecord(chess.STARTING_FEN, ["e2e4", "e7e5", "g1f3"], targets, 0, "pgn"))
+    return games

@@ -1,0 +1,161 @@
+"""Loader and selection: exact planes and targets, shuffling, replay window, holdout."""
+
+from __future__ import annotations
+
+import math
+
+import chess
+import numpy as np
+import pytest
+import torch
+
+from frugalzero.chess.encoding import encode, frames_array
+from frugalzero.chess.history import net_input_from_board
+from frugalzero.chess.moves import NUM_MOVES, legal_mask
+from frugalzero.data.loader import LoaderConfig, iterate_in_order, training_loader
+from frugalzero.data.records import GameRecord
+from frugalzero.data.selection import Selection, replay_window, select_all, split_holdout
+from frugalzero.data.shards import ShardWriter, read_shard, write_shard
+from frugalzero.data.synthetic import every_kind_games, selfplay_like_games
+
+
+def expected_samples(games: list[GameRecord]):
+    """Planes and targets of every trained position, built the slow, independent way: a
+    python-chess board's own move stack, ``legal_mask``, the record's sparse targets."""
+    for game in games:
+        board = chess.Board(game.start_fen)
+        for uci, target in zip(game.moves, game.targets):
+            if target is not None:
+                inp = net_input_from_board(board)
+                planes = encode(frames_array(inp.frames, 1), np.array([inp.meta]))[0]
+                policy = np.zeros(NUM_MOVES, np.float32)
+                policy[target.policy_indices] = target.policy_probs
+                z = math.nan if game.result is None else game.result
+                z = z if board.turn == chess.WHITE else -z
+                values = [target.search_value, target.expert_value]
+                values = [math.nan if v is None else v for v in values]
+                yield planes, legal_mask(board), policy, z, *values
+            board.push_uci(uci)
+
+
+def flatten(batches):
+    fields = ("planes", "legal", "policy", "z", "search_value", "expert_value")
+    for batch in batches:
+        arrays = [getattr(batch, f).numpy() for f in fields]
+        yield from zip(*arrays)
+
+
+def test_loader_rebuilds_exact_planes_and_targets(tmp_path):
+    games = every_kind_games()
+    write_shard(tmp_path / "a.fzs", games)
+    got = list(flatten(iterate_in_order([tmp_path], batch_size=7)))
+    want = list(expected_samples(read_shard(tmp_path / "a.fzs")))
+    assert len(got) == len(want) == sum(g.positions for g in games)
+    for g, w in zip(got, want):
+        assert np.array_equal(g[0], w[0])
+        assert np.array_equal(g[1], w[1])
+        assert np.array_equal(g[2], w[2])
+        np.testing.assert_array_equal(np.array(g[3:], np.float32), np.array(w[3:], np.float32))
+    policy_sums = np.array([g[2].sum() for g in got])
+    assert np.allclose(policy_sums, 1, atol=1e-5)
+    assert all(not g[2][~g[1]].any() for g in got)  # no target off the legal moves
+
+
+def sv_ids(batches) -> list[float]:
+    """Synthetic search values are continuous random floats: they identify positions."""
+    return [float(v) for b in batches for v in b.search_value]
+
+
+@pytest.fixture(scope="module")
+def shard_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("shards")
+    with ShardWriter(out, "w0", games_per_shard=4) as writer:
+        for game in selfplay_like_games(16, seed=7):
+            writer.add(game)
+    return out
+
+
+def test_one_epoch_yields_every_position_once_in_shuffled_order(shard_dir):
+    ordered = sv_ids(iterate_in_order([shard_dir]))
+    assert len(set(ordered)) == len(ordered)
+    config = LoaderConfig(batch_size=64, workers=0, shuffle_buffer=512, window=0, seed=1)
+    batches = list(training_loader([shard_dir], config, epochs=1))
+    shuffled = sv_ids(batches)
+    assert sorted(shuffled) == sorted(ordered)
+    assert all(len(b) == 64 for b in batches[:-1])
+    first = batches[0]
+    assert first.planes.shape == (64, 119, 8, 8) and first.planes.dtype == torch.float32
+    assert first.planes.is_contiguous(memory_format=torch.channels_last)
+    assert first.legal.dtype == torch.bool and first.policy.shape == (64, NUM_MOVES)
+    # shuffled across shards: the first batch mixes several of the four shards
+    game_of = _per_game(shard_dir)
+    assert len({game_of[v] // 4 for v in sv_ids(batches[:1])}) >= 2
+    # and far from the stored order
+    rank = {v: i for i, v in enumerate(ordered)}
+    assert abs(np.corrcoef(np.arange(len(shuffled)), [rank[v] for v in shuffled])[0, 1]) < 0.6
+
+
+def _per_game(shard_dir) -> dict[float, int]:
+    """Game number (in stored order) of every position, keyed by its search value."""
+    out = {}
+    games = [g for p in sorted(shard_dir.glob("*.fzs")) for g in read_shard(p)]
+    for number, game in enumerate(games):
+        for target in game.targets:
+            out[float(np.float32(target.search_value))] = number
+    return out
+
+
+def test_seeded_and_workers_cover_everything(shard_dir):
+    config = LoaderConfig(batch_size=32, workers=0, shuffle_buffer=256, window=0, seed=3)
+    a = sv_ids(list(training_loader([shard_dir], config, epochs=1))[:3])
+    b = sv_ids(list(training_loader([shard_dir], config, epochs=1))[:3])
+    config.seed = 4
+    c = sv_ids(list(training_loader([shard_dir], config, epochs=1))[:3])
+    assert a == b and a != c
+    config.workers = 2
+    both = sv_ids(training_loader([shard_dir], config, epochs=1))
+    assert sorted(both) == sorted(sv_ids(iterate_in_order([shard_dir])))
+
+
+def test_replay_window_takes_the_newest_games(shard_dir):
+    everything = select_all([shard_dir])
+    window = replay_window([shard_dir], everything.positions // 3)
+    assert everything.positions // 3 <= window.positions < everything.positions // 3 + 250
+    newest = sv_ids(iterate_in_order(window))
+    ordered = sv_ids(iterate_in_order(everything))
+    assert newest == ordered[-len(newest) :]
+    config = LoaderConfig(batch_size=50, workers=0, window=everything.positions // 3, seed=2)
+    trained = sv_ids(training_loader([shard_dir], config, epochs=1))
+    assert sorted(trained) == sorted(newest)
+
+
+def test_holdout_is_fixed_whole_games_and_excluded(shard_dir):
+    train, holdout = split_holdout([shard_dir], 0.1)
+    total = select_all([shard_dir]).positions
+    assert train.positions + holdout.positions == total
+    assert 0.1 * total <= holdout.positions < 0.1 * total + 250
+    again = Selection.from_json(holdout.to_json())
+    held = sv_ids(iterate_in_order(holdout))
+    assert sv_ids(iterate_in_order(again)) == held
+    config = LoaderConfig(batch_size=64, workers=0, window=0, seed=5)
+    trained = sv_ids(training_loader([shard_dir], config, exclude=holdout, epochs=1))
+    assert not set(trained) & set(held)
+    assert len(trained) + len(held) == total
+    games_of = _per_game(shard_dir)
+    assert {games_of[v] for v in held}.isdisjoint({games_of[v] for v in trained})
+
+
+def test_damaged_shard_and_bad_game_are_skipped(tmp_path, capsys):
+    games = selfplay_like_games(3, seed=9)
+    write_shard(tmp_path / "a.fzs", games[:2])
+    bad = write_shard(tmp_path / "b.fzs", games[2:])
+    illegal = GameRecord(chess.STARTING_FEN, ["e2e4", "e7e5", "e1e3"], [None] * 3, 1, "pgn")
+    illegal.targets = list(games[0].targets[:3])
+    write_shard(tmp_path / "c.fzs", [illegal, games[0]])
+    data = bytearray(bad.read_bytes())
+    data[len(data) // 2] ^= 1
+    bad.write_bytes(bytes(data))
+    got = sv_ids(iterate_in_order([tmp_path]))
+    err = capsys.readouterr().err
+    assert "b.fzs" in err and "c.fzs: game 0 skipped" in err
+    assert len(got) == 2 * games[0].positions + games[1].positions
