@@ -190,6 +190,13 @@ def _value(value: float, where: str, ply: int, name: str) -> float:
 
 
 def _encode_policy(target: PlyTarget, played, pol_n, pol_total, pol_index, pol_count, pol_prob):
+    if len(target.policy_indices) == 1 and len(target.policy_probs) == 1:  # fast path: one-hot
+        index = int(target.policy_indices[0])
+        if float(target.policy_probs[0]) == 1.0 and 0 <= index < NUM_MOVES:
+            if index == played:
+                return PLAYED
+            pol_index.append(index)
+            return OTHER
     indices = np.asarray(target.policy_indices).reshape(-1)
     probs = np.asarray(target.policy_probs, dtype=np.float32).reshape(-1)
     n = len(indices)

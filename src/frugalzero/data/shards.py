@@ -312,7 +312,12 @@ class ShardWriter:
         """Queue one finished game (checked now: a bad record raises RecordError at once)."""
         if self._closed:
             raise ValueError("ShardWriter is closed")
-        columns = codec.encode_game(record)
+        self.add_encoded(codec.encode_game(record))
+
+    def add_encoded(self, columns: codec.GameColumns) -> None:
+        """Queue one game already encoded by ``codec.encode_game`` (e.g. in a worker process)."""
+        if self._closed:
+            raise ValueError("ShardWriter is closed")
         self._pending.append(columns)
         self._pending_bytes += sum(a.nbytes for a in columns.arrays.values()) + 64
         self.games += 1
