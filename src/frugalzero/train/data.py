@@ -1,0 +1,155 @@
+"""Position sets the trainer can index: a deterministic order and exact resume need random
+access, and many epochs over one window should replay its games only once.
+
+``PositionSet`` replays a selection's games once into compact samples (shared history
+frames, sparse targets; see ``frugalzero.data.replay``) and assembles any list of them into a
+``TrainingBatch``. ``TensorSet`` holds ready tensors (tests, benchmarks). ``fixed_holdout``
+keeps the validation set of a run: the last games of its first iteration's data, remembered
+in the run directory so that every later iteration validates on the very same positions and
+never trains on them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import torch
+
+from frugalzero.data import codec
+from frugalzero.data.loader import TrainingBatch, assemble
+from frugalzero.data.replay import LegalCache, ReplayError, Sample, replay_game
+from frugalzero.data.selection import Selection, select_all, split_holdout
+from frugalzero.data.shards import ShardError, read_columns, warn
+from frugalzero.errors import UserError
+from frugalzero.nn.checkpoint import atomic_write_bytes
+
+VALIDATION_FILE = "validation.json"
+
+
+class SampleSet(Protocol):
+    """What the trainer needs from data: a size, batches by index, and an identity."""
+
+    fingerprint: str
+
+    def __len__(self) -> int: ...
+
+    def batch(self, indices: np.ndarray) -> TrainingBatch: ...
+
+
+class PositionSet:
+    """Replayed positions of some games, held compactly in memory."""
+
+    def __init__(self, samples: list[Sample], fingerprint: str, skipped_games: int = 0) -> None:
+        self.samples = samples
+        self.fingerprint = fingerprint
+        self.skipped_games = skipped_games
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def batch(self, indices: np.ndarray) -> TrainingBatch:
+        return assemble([self.samples[i] for i in np.asarray(indices).tolist()])
+
+    @classmethod
+    def load(
+        cls,
+        selection: Selection,
+        progress: Callable[[int, int], None] | None = None,
+        legal_cache: int = 50_000,
+    ) -> PositionSet:
+        """Replay every game of ``selection`` once; games that do not replay are skipped,
+        counted and reported, never fatal."""
+        cache = LegalCache(legal_cache)
+        samples: list[Sample] = []
+        skipped = 0
+        total = selection.games
+        done = 0
+        for part in selection.parts:
+            try:
+                _, columns = read_columns(part.shard.path)
+            except ShardError as exc:
+                warn(f"skipping shard: {exc}")
+                skipped += len(part.game_numbers())
+                continue
+            off = codec.offsets(columns)
+            for game in part.game_numbers():
+                try:
+                    samples.extend(replay_game(columns, off, game, cache))
+                except ReplayError as exc:
+                    warn(f"{part.shard.path}: game {game} skipped: {exc}")
+                    skipped += 1
+                done += 1
+                if progress is not None and done % 256 == 0:
+                    progress(done, total)
+        if progress is not None:
+            progress(done, total)
+        return cls(samples, selection_fingerprint(selection), skipped)
+
+
+class TensorSet:
+    """Ready tensors indexed directly (synthetic data for tests and benchmarks)."""
+
+    def __init__(self, batch: TrainingBatch, fingerprint: str = "") -> None:
+        self.data = batch
+        self.fingerprint = fingerprint or f"tensors:{len(batch)}"
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def batch(self, indices: np.ndarray) -> TrainingBatch:
+        index = torch.from_numpy(np.asarray(indices, dtype=np.int64))
+        d = self.data
+        return TrainingBatch(
+            planes=d.planes[index].contiguous(memory_format=torch.channels_last),
+            legal=d.legal[index],
+            policy=d.policy[index],
+            z=d.z[index],
+            search_value=d.search_value[index],
+            expert_value=d.expert_value[index],
+        )
+
+
+def selection_fingerprint(selection: Selection) -> str:
+    """Identity of a selection: shard files (name, size, creation) and game numbers."""
+    h = hashlib.sha256()
+    for part in selection.parts:
+        info = part.shard
+        games = "all" if part.games is None else ",".join(map(str, part.games))
+        h.update(f"{info.path.name}|{info.size}|{info.created_ns}|{games}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def fixed_holdout(
+    run_dir: Path, sources: Iterable[str | Path] | Selection, fraction: float
+) -> tuple[Selection, Selection]:
+    """(train, holdout) for this iteration's ``sources``.
+
+    The first call splits off the last ``fraction`` of the positions (whole games) and writes
+    the holdout to ``run_dir/validation.json``; later calls read it back, so validation stays
+    on the same positions, and take those games out of whatever training data comes later.
+    """
+    path = run_dir / VALIDATION_FILE
+    selection = select_all(_absolute(sources))
+    if path.exists():
+        try:
+            holdout = Selection.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UserError(f"{path}: unreadable validation set ({exc})") from None
+        return selection.without(holdout), holdout
+    train, holdout = split_holdout(selection, fraction)
+    if holdout.positions:
+        atomic_write_bytes(path, json.dumps(holdout.to_json(), indent=1).encode())
+    return train, holdout
+
+
+def _absolute(sources: Iterable[str | Path] | Selection) -> Iterable[str | Path] | Selection:
+    if isinstance(sources, Selection):
+        return sources
+    if isinstance(sources, str | Path):
+        sources = [sources]
+    return [Path(s).resolve() for s in sources]

@@ -1,0 +1,375 @@
+"""Training: masked loss, value targets, SWA, the averaging network, exact resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from frugalzero.data.loader import TrainingBatch
+from frugalzero.errors import UserError
+from frugalzero.nn.checkpoint import load_net
+from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.train.averaging import WeightAverage, recompute_bn
+from frugalzero.train.config import TrainConfig, lambda_at
+from frugalzero.train.data import TensorSet
+from frugalzero.train.loss import (
+    masked_log_softmax,
+    policy_cross_entropy,
+    value_loss,
+    value_target,
+)
+from frugalzero.train.metrics import read_metrics
+from frugalzero.train.optim import cosine_lr
+from frugalzero.train.trainer import Trainer, TrainingInterrupted
+
+NAN = float("nan")
+
+
+def synthetic(
+    n: int, seed: int = 0, legal_share: float = 0.01, one_hot: bool = False
+) -> TrainingBatch:
+    """Random positions with a random target over a random legal set (shapes as the loader's)."""
+    g = torch.Generator().manual_seed(seed)
+    planes = (torch.rand(n, 119, 8, 8, generator=g) < 0.1).float()
+    legal = torch.rand(n, 4672, generator=g) < legal_share
+    legal[:, 0] = True
+    weights = torch.rand(n, 4672, generator=g) * legal
+    if one_hot:
+        weights = torch.nn.functional.one_hot(weights.argmax(1), 4672).float()
+    policy = weights / weights.sum(1, keepdim=True)
+    z = torch.randint(-1, 2, (n,), generator=g).float()
+    search = torch.rand(n, generator=g) * 2 - 1
+    search[::3] = NAN
+    expert = torch.full((n,), NAN)
+    return TrainingBatch(planes, legal, policy, z, search, expert)
+
+
+def tiny(seed: int = 0, head: str = "scalar") -> PolicyValueNet:
+    torch.manual_seed(seed)
+    return PolicyValueNet(architecture("tiny", value_head=head))
+
+
+def config(**changes) -> TrainConfig:
+    """Small, deterministic CPU settings (fp32, one thread: no nondeterministic kernels)."""
+    base = dict(
+        batch_size=32,
+        epochs=1.5,
+        swa_cycles=2,
+        log_every=1,
+        precision="fp32",
+        threads=1,
+        compile="off",
+        device="cpu",
+        checkpoint_minutes=0,
+        bn_samples=64,
+    )
+    base.update(changes)
+    return TrainConfig(**base)
+
+
+# ---- loss ---------------------------------------------------------------------------------
+
+
+def test_masked_cross_entropy_equals_plain_when_all_moves_are_legal():
+    torch.manual_seed(1)
+    logits = torch.randn(5, 4672, requires_grad=True)
+    target = torch.softmax(torch.randn(5, 4672), dim=1)
+    legal = torch.ones(5, 4672, dtype=torch.bool)
+    ours = policy_cross_entropy(logits, legal, target)
+    plain = torch.nn.functional.cross_entropy(logits, target, reduction="none")
+    assert torch.allclose(ours, plain, atol=1e-5)
+    (g_ours,) = torch.autograd.grad(ours.sum(), logits)
+    logits2 = logits.detach().clone().requires_grad_(True)
+    plain2 = torch.nn.functional.cross_entropy(logits2, target, reduction="none")
+    (g_plain,) = torch.autograd.grad(plain2.sum(), logits2)
+    assert torch.allclose(g_ours, g_plain, atol=1e-6)
+
+
+def test_masked_cross_entropy_ignores_illegal_logits():
+    torch.manual_seed(2)
+    legal = torch.rand(4, 4672) < 0.01
+    legal[:, 7] = True
+    weights = torch.rand(4, 4672) * legal
+    target = weights / weights.sum(1, keepdim=True)
+    logits = torch.randn(4, 4672)
+    # any values at all on illegal moves, huge ones included: same loss
+    wild = torch.where(legal, logits, torch.randn(4, 4672) * 1e4 + 50)
+    base = policy_cross_entropy(logits, legal, target)
+    assert torch.equal(base, policy_cross_entropy(wild, legal, target))
+    # and it is the cross-entropy of a softmax over the legal moves alone
+    for row in range(4):
+        idx = legal[row].nonzero()[:, 0]
+        expected = -(target[row, idx] * torch.log_softmax(logits[row, idx], 0)).sum()
+        assert math.isclose(float(base[row]), float(expected), rel_tol=1e-5)
+    # illegal logits get exactly zero probability and zero gradient
+    wild.requires_grad_(True)
+    (grad,) = torch.autograd.grad(policy_cross_entropy(wild, legal, target).sum(), wild)
+    assert torch.count_nonzero(grad[~legal]) == 0
+    assert torch.count_nonzero(masked_log_softmax(wild, legal).exp()[~legal]) == 0
+
+
+def test_value_target_blends_result_and_value():
+    z = torch.tensor([1.0, -1.0, NAN, 0.0, NAN])
+    v = torch.tensor([0.5, NAN, -0.4, 0.2, NAN])
+    t = value_target(z, v, 0.25)
+    assert t.valid.tolist() == [True, True, True, True, False]
+    expected = [0.25 * 0.5 + 0.75, -1.0, -0.4, 0.05, 0.0]
+    assert torch.allclose(t.scalar, torch.tensor(expected))
+    # the WDL target is a distribution whose expectation is the scalar target
+    wdl = t.wdl[t.valid]
+    assert torch.allclose(wdl.sum(1), torch.ones(4))
+    assert torch.allclose(wdl[:, 0] - wdl[:, 2], t.scalar[t.valid])
+    # lambda 0: results only (no result, no target); lambda 1: values only
+    assert value_target(z, v, 0.0).valid.tolist() == [True, True, False, True, False]
+    assert value_target(z, v, 1.0).valid.tolist() == [True, False, True, True, False]
+    assert torch.allclose(value_target(z, v, 1.0).scalar[0], torch.tensor(0.5))
+
+
+def test_value_loss_is_mse_for_tanh_and_cross_entropy_for_wdl():
+    z = torch.tensor([1.0, 0.0, -1.0])
+    target = value_target(z, torch.full((3,), NAN), 0.0)
+    scalar = torch.tensor([[0.5], [0.1], [-0.9]])
+    assert torch.allclose(value_loss(scalar, target, "scalar"), torch.tensor([0.25, 0.01, 0.01]))
+    logits = torch.randn(3, 3)
+    expected = torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2]), reduction="none")
+    assert torch.allclose(value_loss(logits, target, "wdl"), expected)
+
+
+def test_lambda_schedule_and_cosine():
+    cfg = TrainConfig(value_lambda_schedule=[[0, 1.0], [10, 0.0]])
+    assert [lambda_at(cfg, i) for i in (0, 5, 10, 20)] == [1.0, 0.5, 0.0, 0.0]
+    assert lambda_at(TrainConfig(value_lambda=0.3), 7) == 0.3
+    assert cosine_lr(0, 100, 0.1, 0.01) == pytest.approx(0.1)
+    assert cosine_lr(99, 100, 0.1, 0.01) == pytest.approx(0.001)
+    assert cosine_lr(50, 101, 0.1, 0.0) == pytest.approx(0.05)
+
+
+def test_bad_config_values_are_one_line_errors():
+    with pytest.raises(UserError, match="accumulation 3 must divide batch_size 32"):
+        config(accumulation=3).validate()
+    with pytest.raises(UserError, match=r"value_lambda_schedule\[1\]: iterations must increase"):
+        config(value_lambda_schedule=[[2, 0.5], [1, 0.1]]).validate()
+
+
+# ---- weight averaging ---------------------------------------------------------------------
+
+
+def test_swa_of_identical_weights_returns_them():
+    net = tiny(3)
+    average = WeightAverage()
+    for _ in range(5):
+        average.update(net)
+    other = tiny(4)
+    average.apply_to(other)
+    for (name, a), b in zip(net.named_parameters(), other.parameters()):
+        assert torch.equal(a, b), name
+
+
+def test_swa_phase_at_zero_rate_keeps_the_trained_weights(tmp_path):
+    """SWA cycles that do not move the weights average identical weights: nothing changes
+    but the batch-norm statistics, which are recomputed."""
+    data = TensorSet(synthetic(128))
+    trainer = Trainer(config(swa_lr=0.0, swa_cycles=3), tiny(), tmp_path, tensorboard=False)
+    trainer.begin_iteration(data)
+    trainer.train_main(data)
+    before = {k: v.clone() for k, v in trainer.net.named_parameters()}
+    stats = trainer.net.stem[0][1].running_mean.clone()
+    trainer.swa(data)
+    for name, param in trainer.net.named_parameters():
+        assert torch.equal(param, before[name]), name
+    assert not torch.equal(trainer.net.stem[0][1].running_mean, stats)
+
+
+def test_recompute_bn_gives_the_data_statistics():
+    net = tiny(5)
+    x = torch.randn(64, 119, 8, 8) * 3 + 1
+    recompute_bn(net, [x[:32], x[32:]])
+    bn = net.stem[0][1]
+    with torch.no_grad():
+        pre = net.stem[0][0](x)
+    assert torch.allclose(bn.running_mean, pre.mean(dim=(0, 2, 3)), atol=1e-4)
+    assert not net.training
+
+
+def test_averaging_network_is_the_mean_of_the_published_nets(tmp_path):
+    data, holdout = TensorSet(synthetic(96)), TensorSet(synthetic(40, seed=9))
+    trainer = Trainer(config(epochs=1, swa_cycles=1), tiny(), tmp_path, tensorboard=False)
+    for _ in range(3):
+        summary = trainer.run_iteration(data, holdout)
+    assert set(summary["validation"]) == {"traversing", "average"}
+    saved = [load_net(tmp_path / "nets" / f"iter-{k:04d}.safetensors")[0] for k in range(3)]
+    average, meta = load_net(tmp_path / "average.safetensors")
+    assert meta.notes.endswith("mean of 3 iterations' nets")
+    for name, param in average.named_parameters():
+        stack = torch.stack([dict(n.named_parameters())[name] for n in saved])
+        assert torch.allclose(param, stack.mean(0), atol=1e-6), name
+    last = dict(saved[-1].named_parameters())
+    assert any(not torch.equal(p, last[n]) for n, p in average.named_parameters())
+    # the published nets chain: each names the previous one as its parent
+    metas = [load_net(tmp_path / "nets" / f"iter-{k:04d}.safetensors")[1] for k in range(3)]
+    assert metas[1].parent == metas[0].net_id and metas[2].parent == metas[1].net_id
+
+
+# ---- optimiser details --------------------------------------------------------------------
+
+
+def test_gradient_accumulation_matches_one_big_batch(tmp_path):
+    """Two micro-batches of the same 16 positions = one batch of those 32 rows (batch norm
+    sees identical statistics), so the step must land on the same weights. (NCHW: the
+    single-thread channels-last batch norm computes variances less exactly, ~1e-3.)"""
+    data = TensorSet(synthetic(16))
+    indices = np.concatenate([np.arange(16), np.arange(16)])
+    nets = []
+    for accumulation in (1, 2):
+        cfg = config(accumulation=accumulation, channels_last=False)
+        trainer = Trainer(cfg, tiny(6), tmp_path / str(accumulation), tensorboard=False)
+        trainer.net.train()
+        trainer._step(data, indices, lr=0.1, lam=0.0)
+        nets.append(dict(trainer.net.named_parameters()))
+    for name, param in nets[0].items():
+        assert torch.allclose(param, nets[1][name], atol=1e-6), name
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_training_lowers_the_loss_on_a_fixed_batch(tmp_path, optimizer):
+    """Memorising 64 one-hot targets: both optimisers must get far below the start."""
+    data = TensorSet(synthetic(64, one_hot=True))
+    cfg = config(
+        optimizer=optimizer,
+        steps=40,
+        lr=0.05 if optimizer == "sgd" else 0.001,
+        lr_schedule="constant",
+        swa_cycles=0,
+        batch_size=64,
+        clip_norm=5.0,
+    )
+    trainer = Trainer(cfg, tiny(), tmp_path, tensorboard=False)
+    trainer.begin_iteration(data)
+    trainer.train_main(data)
+    losses = [r["loss"] for r in read_metrics(tmp_path, "train")]
+    assert losses[-1] < 0.2 * losses[0]
+    assert all(r["grad_norm"] > 0 for r in read_metrics(tmp_path, "train"))
+
+
+# ---- exact resume -------------------------------------------------------------------------
+
+
+def _losses(run_dir) -> list[tuple]:
+    keys = ("loss", "policy_loss", "value_loss", "top1", "grad_norm", "lr")
+    return [
+        (r["kind"], r["step"], *(r[k] for k in keys))
+        for r in read_metrics(run_dir)
+        if r["kind"] in ("train", "swa")
+    ]
+
+
+def _validation(run_dir) -> list[dict]:
+    return [
+        {k: v for k, v in r.items() if k != "time"} for r in read_metrics(run_dir, "validation")
+    ]
+
+
+def test_stopped_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
+    data, holdout = TensorSet(synthetic(80)), TensorSet(synthetic(24, seed=5))
+    cfg = config(optimizer="sgd", value_lambda=0.5, log_every=2)
+
+    straight = tmp_path / "straight"
+    trainer = Trainer(cfg, tiny(), straight, tensorboard=False)
+    for _ in range(2):
+        trainer.run_iteration(data, holdout)
+
+    # stop in the main phase (steps 1 and 9, inside and at the end of a metrics interval)
+    # and in SWA (step 4), and restart between iterations too; each restart starts like a
+    # new process, from a net with other weights: everything must come from the saved state
+    stops = {1, 4, 9}
+    resumed = tmp_path / "resumed"
+
+    def stop_at(t: Trainer, phase: str, step: int, total: int) -> None:
+        if t.progress.global_step in stops:
+            stops.discard(t.progress.global_step)
+            t.request_stop()
+
+    starts = 0
+    while True:
+        net = tiny() if starts == 0 else tiny(seed=100 + starts)
+        trainer = Trainer(cfg, net, resumed, tensorboard=False, on_step=stop_at)
+        starts += 1
+        if trainer.progress.iteration == 2:
+            break
+        try:
+            trainer.run_iteration(data, holdout)
+        except TrainingInterrupted:
+            pass
+    assert starts == 6 and not stops
+    assert _losses(resumed) == _losses(straight)
+    # per iteration: 1.5 epochs of 2 steps, 2 SWA cycles of 2; a record every 2 and at the end
+    assert [r[1] for r in _losses(straight)] == [2, 3, 5, 7, 9, 10, 12, 14]
+    assert _validation(resumed) == _validation(straight)
+    for name in ("net.safetensors", "average.safetensors"):
+        a, b = load_net(straight / name)[0], load_net(resumed / name)[0]
+        for (key, x), y in zip(a.state_dict().items(), b.state_dict().values()):
+            assert torch.equal(x, y), (name, key)
+
+
+def test_adam_state_survives_a_restart(tmp_path):
+    data = TensorSet(synthetic(64))
+    cfg = config(optimizer="adam", swa_cycles=0, epochs=2)
+    straight = Trainer(cfg, tiny(), tmp_path / "a", tensorboard=False)
+    straight.run_iteration(data)
+
+    def stop(t, phase, step, total):
+        if t.progress.global_step == 2:
+            t.request_stop()
+
+    first = Trainer(cfg, tiny(), tmp_path / "b", tensorboard=False, on_step=stop)
+    with pytest.raises(TrainingInterrupted):
+        first.run_iteration(data)
+    second = Trainer(cfg, tiny(7), tmp_path / "b", tensorboard=False)
+    assert second.optimizer.state_dict()["state"][0]["step"] == 2
+    second.run_iteration(data)
+    assert _losses(tmp_path / "b") == _losses(tmp_path / "a")
+
+
+def test_resume_refuses_other_data_or_settings_mid_iteration(tmp_path):
+    data = TensorSet(synthetic(64))
+
+    def stop(t, phase, step, total):
+        t.request_stop()
+
+    trainer = Trainer(config(), tiny(), tmp_path, tensorboard=False, on_step=stop)
+    with pytest.raises(TrainingInterrupted):
+        trainer.run_iteration(data)
+    with pytest.raises(UserError, match="field epochs was 1.5 when iteration 0 stopped"):
+        Trainer(config(epochs=3), tiny(), tmp_path, tensorboard=False)
+    # operational settings may change
+    again = Trainer(config(checkpoint_minutes=5), tiny(), tmp_path, tensorboard=False)
+    with pytest.raises(UserError, match="trained on other data"):
+        again.run_iteration(TensorSet(synthetic(96)))
+
+
+def test_damaged_state_is_refused_with_one_line(tmp_path):
+    data = TensorSet(synthetic(64))
+    Trainer(config(swa_cycles=0, epochs=1), tiny(), tmp_path, tensorboard=False).run_iteration(data)
+    state = json.loads((tmp_path / "train_state.json").read_text())
+    blob = tmp_path / state["tensors"]
+    raw = bytearray(blob.read_bytes())
+    raw[-5] ^= 0xFF
+    blob.write_bytes(bytes(raw))
+    with pytest.raises(UserError, match="checksum mismatch"):
+        Trainer(config(swa_cycles=0, epochs=1), tiny(), tmp_path, tensorboard=False)
+
+
+def test_wdl_head_trains_and_validates(tmp_path):
+    data, holdout = TensorSet(synthetic(64)), TensorSet(synthetic(16, seed=3))
+    cfg = dataclasses.replace(config(), swa_cycles=1, epochs=1)
+    trainer = Trainer(cfg, tiny(head="wdl"), tmp_path, tensorboard=False)
+    result = trainer.run_iteration(data, holdout)
+    for net in ("traversing", "average"):
+        v = result["validation"][net]
+        assert v["positions"] == 16 and v["value_target"] == "result"
+        assert 0 < v["value_loss"] < 5 and 0 <= v["top1"] <= 1
