@@ -1,0 +1,243 @@
+"""``frugalzero explore`` (ε-Explore labels) and ``frugalzero sfgames`` (Stockfish's games)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+
+def _engine_options(parser: argparse.ArgumentParser, prefix: str) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(f"--{prefix}nodes", type=int, metavar="K", help="nodes per engine move")
+    group.add_argument(f"--{prefix}depth", type=int, metavar="D", help="depth per engine move")
+    ms = "ms" if prefix else "movetime"
+    group.add_argument(f"--{prefix}{ms}", type=int, metavar="MS", help="milliseconds per move")
+    parser.add_argument("--workers", type=int, help="Stockfish processes (default: CPU cores)")
+    parser.add_argument("--engine", metavar="PATH", help="UCI engine (default: stockfish)")
+    parser.add_argument("--config", metavar="PRESET", help="a preset name or TOML file")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    explore = subparsers.add_parser(
+        "explore", help="ε-Explore: the network explores, Stockfish labels playouts"
+    )
+    explore.add_argument("--net", default="default", help="network file, or 'default'")
+    explore.add_argument("--steps", type=int, required=True, help="exploration moves")
+    explore.add_argument("--out", required=True, help="directory for the shards")
+    explore.add_argument("--games", type=int, help="exploration games side by side")
+    explore.add_argument("--openings", metavar="FILE", help="opening book (EPD or PGN)")
+    explore.add_argument("--seed", type=int)
+    _engine_options(explore, "engine-")
+    explore.set_defaults(handler=_explore)
+
+    games = subparsers.add_parser(
+        "sfgames", help="Stockfish-vs-Stockfish games, written as PGN and shards"
+    )
+    games.add_argument("--games", type=int, required=True, help="number of games")
+    games.add_argument("--out", required=True, help="directory for the shards and PGN")
+    games.add_argument("--openings", metavar="FILE", help="opening book (EPD or PGN)")
+    games.add_argument(
+        "--random-plies", type=int, help="random opening moves when there is no book (default 8)"
+    )
+    games.add_argument("--seed", type=int)
+    _engine_options(games, "")
+    games.set_defaults(handler=_sfgames)
+
+
+def _flags(args: argparse.Namespace, fields: dict[str, str]) -> dict:
+    """Settings given as dedicated flags, as a config table (``--set`` still overrides them)."""
+    data: dict = {}
+    for attr, key in fields.items():
+        value = getattr(args, attr, None)
+        if value is not None:
+            *parents, leaf = key.split(".")
+            node = data
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+    limits = {
+        "nodes": getattr(args, "engine_nodes", None) or getattr(args, "nodes", None),
+        "depth": getattr(args, "engine_depth", None) or getattr(args, "depth", None),
+        "movetime_ms": getattr(args, "engine_ms", None) or getattr(args, "movetime", None),
+    }
+    if any(v is not None for v in limits.values()):  # a limit on the command line is the only one
+        data.setdefault("engine", {}).update({k: v or 0 for k, v in limits.items()})
+    return data
+
+
+def _check_count(name: str, value: int) -> None:
+    from frugalzero.errors import UserError
+
+    if value < 1:
+        raise UserError(f"--{name} must be at least 1, not {value}")
+
+
+def _progress(total: int, what: str):
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from frugalzero.report import stderr_console
+
+    return Progress(
+        TextColumn(f"[bold]{what}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[labels]:,} labels  {task.fields[rate]:,.0f}/s"),
+        TimeElapsedColumn(),
+        console=stderr_console(),
+        transient=False,
+    )
+
+
+def _write_config(out: Path, name: str, config, extra: dict) -> None:
+    from frugalzero.config import dump_toml, to_dict
+    from frugalzero.nn.checkpoint import atomic_write_bytes
+
+    data = {**extra, **to_dict(config)}
+    atomic_write_bytes(out / name, dump_toml(data).encode())
+
+
+def _explore(args: argparse.Namespace) -> int:
+    from frugalzero.chess.positions import load_book
+    from frugalzero.config import load_config
+    from frugalzero.data.shards import ShardWriter
+    from frugalzero.expert.explore import EpsExplore, ExploreConfig, summary
+    from frugalzero.nn.checkpoint import load_net, resolve_net_path
+    from frugalzero.report import emit
+
+    _check_count("steps", args.steps)
+    fields = {
+        "games": "games",
+        "openings": "openings",
+        "seed": "seed",
+        "workers": "workers",
+        "engine": "engine.command",
+    }
+    config = load_config(ExploreConfig, args.config, args.set, _flags(args, fields))
+    config.validate()
+    net_path = resolve_net_path(args.net)
+    net, meta = load_net(net_path)
+    openings = load_book(config.openings) if config.openings else None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_config(out, "explore.toml", config, {"net": str(net_path), "steps": args.steps})
+
+    start = time.perf_counter()
+    with EpsExplore(net, config, meta.net_id, openings=openings) as run:
+        writer = ShardWriter(out, f"explore-{time.strftime('%Y%m%d-%H%M%S')}")
+        try:
+            with _progress(args.steps, "explore") as progress:
+                bar = progress.add_task("explore", total=args.steps, labels=0, rate=0.0)
+
+                def update(stats) -> None:
+                    elapsed = time.perf_counter() - start
+                    progress.update(
+                        bar,
+                        completed=run.explorer.steps,
+                        labels=stats.labels,
+                        rate=stats.labels / max(elapsed, 1e-9),
+                    )
+
+                stats = run.run(args.steps, writer.add, update)
+                progress.update(bar, completed=args.steps)
+        finally:
+            shards = writer.close()  # finished playouts are written even on Ctrl+C
+        elapsed = time.perf_counter() - start
+        result = {
+            "steps": run.explorer.steps,
+            **summary(stats, elapsed, run.pool.stats()),
+            "exploration_games": run.explorer.games_started,
+            "net": str(net_path),
+            "net_id": meta.net_id,
+            "engine": run.pool.engine_name,
+            "limit": config.engine.describe_limit(),
+            "workers": run.pool.size,
+            "shards": len(shards),
+            "out": str(out),
+        }
+    emit(result, args.json, title="explore")
+    return 0
+
+
+def _sfgames(args: argparse.Namespace) -> int:
+    from frugalzero.chess.positions import load_book
+    from frugalzero.config import load_config
+    from frugalzero.data.shards import ShardWriter
+    from frugalzero.expert.explore import label_playouts, summary
+    from frugalzero.expert.pool import StockfishPool
+    from frugalzero.expert.sfgames import PgnWriter, SfGamesConfig, game_tasks
+    from frugalzero.report import emit
+
+    _check_count("games", args.games)
+    fields = {
+        "openings": "openings",
+        "random_plies": "random_plies",
+        "seed": "seed",
+        "workers": "workers",
+        "engine": "engine.command",
+    }
+    config = load_config(SfGamesConfig, args.config, args.set, _flags(args, fields))
+    config.validate()
+    openings = load_book(config.openings) if config.openings else None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_config(out, "sfgames.toml", config, {"games": args.games})
+
+    start = time.perf_counter()
+    with StockfishPool(config.engine, config.workers) as pool:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        shards = ShardWriter(out, f"sfgames-{stamp}")
+        pgn = PgnWriter(out, f"sfgames-{stamp}", config.pgn_games_per_file)
+
+        def sink(record) -> None:
+            shards.add(record)
+            pgn.add(record)
+
+        try:
+            with _progress(args.games, "sfgames") as progress:
+                bar = progress.add_task("sfgames", total=args.games, labels=0, rate=0.0)
+
+                def update(stats) -> None:
+                    elapsed = time.perf_counter() - start
+                    progress.update(
+                        bar,
+                        completed=stats.playouts,
+                        labels=stats.labels,
+                        rate=stats.labels / max(elapsed, 1e-9),
+                    )
+
+                stats = label_playouts(
+                    pool, game_tasks(config, args.games, openings), sink, config.queue, update
+                )
+        finally:
+            shard_paths, pgn_paths = shards.close(), pgn.close()
+        elapsed = time.perf_counter() - start
+        base = summary(stats, elapsed, pool.stats())
+        result = {
+            "games": stats.playouts,
+            "positions": base.pop("labels"),
+            "wdl": base.pop("wdl"),
+            "games_per_s": base.pop("playouts_per_s"),
+            "positions_per_s": base.pop("labels_per_s"),
+            "mean_game_plies": base.pop("mean_playout_plies"),
+            **{k: v for k, v in base.items() if k != "playouts"},
+            "engine": pool.engine_name,
+            "limit": config.engine.describe_limit(),
+            "workers": pool.size,
+            "openings": config.openings or f"random {config.random_plies} plies",
+            "shards": len(shard_paths),
+            "pgn_files": len(pgn_paths),
+            "out": str(out),
+        }
+    emit(result, args.json, title="sfgames")
+    return 0

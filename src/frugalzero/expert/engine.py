@@ -1,0 +1,215 @@
+"""One UCI engine process that survives crashes and hangs.
+
+``EngineSession`` drives a Stockfish (or any UCI engine) through python-chess's asyncio client.
+Every request has a deadline; an engine that dies or misses it is killed, restarted with the
+same options, and the request is retried, so a flaky engine costs time but never a label.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import chess
+import chess.engine
+
+from frugalzero.errors import UserError
+
+
+@dataclass
+class EngineConfig:
+    """How every engine of a pool runs. Set one limit (nodes, depth or movetime); with several,
+    the engine stops at whichever comes first."""
+
+    command: str = "stockfish"
+    """Engine executable: a path, or a name looked up on PATH and then in /usr/games."""
+    nodes: int = 1000
+    """Nodes searched per move (0 = no node limit)."""
+    depth: int = 0
+    """Search depth per move (0 = no depth limit)."""
+    movetime_ms: int = 0
+    """Milliseconds per move (0 = no time limit)."""
+    hash_mb: int = 16
+    """Transposition table per engine (UCI ``Hash``); small so memory stays bounded."""
+    threads: int = 1
+    """Search threads per engine (UCI ``Threads``); parallelism comes from more engines."""
+    options: dict[str, str | int | bool] = field(default_factory=dict)
+    """Further UCI options, e.g. {"SyzygyPath" = "/tb"}."""
+    timeout_s: float = 20.0
+    """Seconds an answer may take beyond the movetime before the engine counts as hung and is
+    killed and restarted (also bounds the start-up handshake)."""
+    retries: int = 3
+    """Restarts tried for one position before it is given up (and counted)."""
+    value_scale: float = 250.0
+    """Centipawns at which a label's value is 0.82: v = 2 / (1 + 10^(-cp/scale)) - 1."""
+
+    def validate(self) -> None:
+        for name in ("nodes", "depth", "movetime_ms", "hash_mb", "threads", "retries"):
+            if getattr(self, name) < 0:
+                raise UserError(f"engine.{name} must be >= 0, not {getattr(self, name)}")
+        if not (self.nodes or self.depth or self.movetime_ms):
+            raise UserError(
+                "engine: set a limit (engine.nodes, engine.depth or engine.movetime_ms)"
+            )
+        if self.threads < 1 or self.hash_mb < 1:
+            raise UserError("engine.threads and engine.hash_mb must be at least 1")
+        if self.timeout_s <= 0 or self.value_scale <= 0:
+            raise UserError("engine.timeout_s and engine.value_scale must be positive")
+
+    def limit(self) -> chess.engine.Limit:
+        return chess.engine.Limit(
+            nodes=self.nodes or None,
+            depth=self.depth or None,
+            time=self.movetime_ms / 1000 if self.movetime_ms else None,
+        )
+
+    def describe_limit(self) -> str:
+        parts = [
+            f"{name}={value}"
+            for name, value in (
+                ("nodes", self.nodes),
+                ("depth", self.depth),
+                ("movetime_ms", self.movetime_ms),
+            )
+            if value
+        ]
+        return ",".join(parts)
+
+    def deadline(self) -> float:
+        """Seconds one move may take before the engine is declared hung."""
+        return self.timeout_s + self.movetime_ms / 1000
+
+
+def resolve_command(command: str) -> str:
+    """Absolute path of an engine executable, or a UserError saying how to get one."""
+    if os.sep in command:
+        if os.path.isfile(command) and os.access(command, os.X_OK):
+            return os.path.abspath(command)
+        raise UserError(f"engine {command}: no such executable")
+    found = shutil.which(command) or shutil.which(command, path="/usr/games:/usr/local/games")
+    if found:
+        return found
+    hint = " (apt-get install stockfish)" if command == "stockfish" else ""
+    raise UserError(f"engine {command!r} not found on PATH or in /usr/games{hint}")
+
+
+class EngineFailed(RuntimeError):
+    """The engine failed on one request ``retries + 1`` times in a row, or cannot start."""
+
+
+@dataclass
+class EngineStats:
+    """What went wrong so far (and was repaired)."""
+
+    moves: int = 0
+    restarts: int = 0
+    crashes: int = 0
+    timeouts: int = 0
+
+    def take(self) -> dict[str, int]:
+        """The counters, reset to zero (the pool sums them across workers)."""
+        out = dict(self.__dict__)
+        self.moves = self.restarts = self.crashes = self.timeouts = 0
+        return out
+
+
+class EngineSession:
+    """An engine process plus everything needed to replace it: use inside one event loop."""
+
+    def __init__(
+        self, config: EngineConfig, command: str, on_start: Callable[[int], None] | None = None
+    ) -> None:
+        self.config = config
+        self.command = command
+        self.limit = config.limit()
+        self.on_start = on_start
+        self.stats = EngineStats()
+        self.name = ""
+        self.pid = 0
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._protocol: chess.engine.UciProtocol | None = None
+        self._started = False
+
+    async def start(self) -> None:
+        """Start (or restart) the engine and set its options; EngineFailed if it cannot."""
+        await self.kill()
+        if self._started:
+            self.stats.restarts += 1
+        self._started = True
+        options = {"Hash": self.config.hash_mb, "Threads": self.config.threads}
+        options.update(self.config.options)
+        try:
+            # setpgrp: Ctrl+C in a terminal reaches us, not the engines; we shut them down.
+            self._transport, self._protocol = await asyncio.wait_for(
+                chess.engine.popen_uci(self.command, setpgrp=True), self.config.timeout_s
+            )
+            await asyncio.wait_for(self._protocol.configure(options), self.config.timeout_s)
+        except (OSError, chess.engine.EngineError, TimeoutError) as exc:
+            await self.kill()
+            raise EngineFailed(f"engine {self.command} failed to start ({exc!r})") from None
+        self.pid = self._transport.get_pid()
+        self.name = self._protocol.id.get("name", os.path.basename(self.command))
+        if self.on_start is not None:
+            self.on_start(self.pid)
+
+    async def kill(self) -> None:
+        """Kill the process (no polite quit: it may be the one that hangs) and reap it."""
+        transport, protocol = self._transport, self._protocol
+        self._transport = self._protocol = None
+        if transport is None:
+            return
+        with contextlib.suppress(ProcessLookupError, OSError):
+            transport.kill()
+        if protocol is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(protocol.returncode), 5)
+        transport.close()
+
+    async def quit(self) -> None:
+        """Ask the engine to quit, killing it if it does not within a second."""
+        if self._protocol is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._protocol.quit(), 1.0)
+        await self.kill()
+
+    async def play(self, board: chess.Board) -> tuple[chess.Move, chess.engine.PovScore | None]:
+        """The engine's move and score in ``board`` (its move stack is sent as history)."""
+        attempts = self.config.retries + 1
+        failure = "no attempt"
+        for _ in range(attempts):
+            if self._protocol is None or self._protocol.returncode.done():
+                try:
+                    await self.start()
+                except EngineFailed as exc:
+                    failure = str(exc)
+                    continue
+            assert self._protocol is not None
+            try:
+                result = await asyncio.wait_for(
+                    self._protocol.play(board, self.limit, info=chess.engine.INFO_SCORE),
+                    self.config.deadline(),
+                )
+            except TimeoutError:
+                self.stats.timeouts += 1
+                failure = f"no answer within {self.config.deadline():g} s"
+                await self.kill()
+                continue
+            except (chess.engine.EngineError, OSError) as exc:
+                self.stats.crashes += 1
+                failure = repr(exc)
+                await self.kill()
+                continue
+            if result.move is None:  # "bestmove (none)" in a position with legal moves
+                self.stats.crashes += 1
+                failure = "no move"
+                await self.kill()
+                continue
+            self.stats.moves += 1
+            return result.move, result.info.get("score")
+        raise EngineFailed(
+            f"engine {self.command} failed {attempts} times in a row on {board.fen()}: {failure}"
+        )

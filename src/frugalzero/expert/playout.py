@@ -1,0 +1,148 @@
+"""Work an engine process does for the pool: label one position, or play a game to its end.
+
+A playout starts from a position with its history (``start_fen`` + ``moves``) and lets the
+engine play both sides until the game ends; each engine move is a label (one-hot policy, the
+engine's score as a value). The record keeps the history as untrained moves, so positions are
+rebuilt with their full history planes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import chess
+
+from frugalzero.chess.moves import move_to_index
+from frugalzero.data.records import GameRecord, PlyTarget, one_hot
+from frugalzero.expert.engine import EngineFailed, EngineSession
+from frugalzero.expert.values import score_text, score_to_value
+
+
+@dataclass(frozen=True)
+class AnalyseTask:
+    """Best move and score of one position (its history is sent to the engine)."""
+
+    fen: str
+    moves: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Label:
+    """The engine's answer for one position."""
+
+    move: str
+    """Best move, UCI."""
+    score: str
+    """Score from the side to move's view: centipawns (``35``) or mate (``#3``, ``#-2``);
+    empty if the engine printed none."""
+    value: float | None
+    """``score`` as a value in [-1, 1] (see frugalzero.expert.values)."""
+
+
+@dataclass(frozen=True)
+class PlayoutTask:
+    """Play the game on from ``start_fen`` + ``moves`` until it ends."""
+
+    start_fen: str
+    moves: tuple[str, ...] = ()
+    """History before the playout; stored in the record without targets."""
+    method: str = "eps-explore"
+    net_id: str = ""
+    game_id: str = ""
+    max_plies: int = 512
+    """Engine moves at most; a playout cut there has no result."""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def game_result(board: chess.Board) -> float | None:
+    """White's result if the game is over, else None.
+
+    Over means checkmate, stalemate, insufficient material, or a draw either player could
+    claim on the board: the position occurred three times, or 50 moves without a capture or a
+    pawn move. (Claims by announcing a move that repeats are left to the engine.)
+    """
+    outcome = board.outcome(claim_draw=False)
+    if outcome is not None:
+        return 0.0 if outcome.winner is None else (1.0 if outcome.winner else -1.0)
+    if board.is_fifty_moves() or board.is_repetition(3):
+        return 0.0
+    return None
+
+
+def push_trimmed(board: chess.Board, move: chess.Move) -> chess.Board:
+    """Play ``move``; after a capture or pawn move restart the move stack from the new position.
+
+    Nothing before an irreversible move can repeat, and the FEN carries the 50-move counter,
+    so the engine sees the same game while the history it is sent stays short (python-chess
+    sends the whole move stack with every request).
+    """
+    zeroing = board.is_zeroing(move)
+    board.push(move)
+    return chess.Board(board.fen()) if zeroing else board
+
+
+def replay(fen: str, moves: tuple[str, ...] | list[str]) -> chess.Board:
+    """The position after ``moves`` (legality checked), history trimmed as in push_trimmed."""
+    board = chess.Board(fen)
+    for uci in moves:
+        move = chess.Move.from_uci(uci)
+        if not board.is_legal(move):
+            raise ValueError(f"illegal move {uci} in {board.fen()}")
+        board = push_trimmed(board, move)
+    return board
+
+
+async def analyse(session: EngineSession, task: AnalyseTask) -> Label:
+    board = replay(task.fen, task.moves)
+    move, score = await session.play(board)
+    if score is None:
+        return Label(move.uci(), "", None)
+    relative = score.relative
+    return Label(
+        move.uci(), score_text(relative), score_to_value(relative, session.config.value_scale)
+    )
+
+
+async def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
+    """The record of one playout; an engine that keeps failing ends it early without a result
+    (the labels made so far are kept)."""
+    board = replay(task.start_fen, task.moves)
+    scale = session.config.value_scale
+    moves: list[str] = list(task.moves)
+    targets: list[PlyTarget | None] = [None] * len(moves)
+    scores: list[str] = []
+    extra = dict(task.extra)
+    for _ in range(task.max_plies):
+        if game_result(board) is not None:
+            break
+        try:
+            move, score = await session.play(board)
+        except EngineFailed as exc:
+            extra["end"] = f"engine failed: {exc}"
+            break
+        indices, probs = one_hot(move_to_index(move, board.turn))
+        value = None
+        if score is not None:
+            value = score_to_value(score.relative, scale)
+            scores.append(score_text(score.relative))
+        else:
+            scores.append("?")
+        targets.append(PlyTarget(indices, probs, expert_value=value))
+        moves.append(move.uci())
+        board = push_trimmed(board, move)
+    result = game_result(board)
+    if result is None and "end" not in extra:
+        extra["end"] = f"cut at {task.max_plies} plies"
+    extra.update(
+        engine=session.name, limit=session.config.describe_limit(), scores=" ".join(scores)
+    )
+    return GameRecord(
+        start_fen=task.start_fen,
+        moves=moves,
+        targets=targets,
+        result=result,
+        method=task.method,
+        net_id=task.net_id,
+        game_id=task.game_id,
+        extra=extra,
+    )

@@ -1,0 +1,164 @@
+"""The Stockfish pool against a real Stockfish at tiny limits: labels, crashes, hangs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import time
+
+import chess
+import pytest
+
+from frugalzero.chess.moves import move_to_index
+from frugalzero.errors import UserError
+from frugalzero.expert.engine import EngineConfig, resolve_command
+from frugalzero.expert.playout import PlayoutTask
+from frugalzero.expert.pool import LabelError, StockfishPool
+
+
+@pytest.fixture(scope="module")
+def stockfish() -> str:
+    try:
+        return resolve_command("stockfish")
+    except UserError:
+        pytest.skip("Stockfish is not installed (make test installs it)")
+
+
+def check_playout(record, task: PlayoutTask) -> None:
+    """Every engine move legal, labelled with itself (one-hot) and a value in range; the
+    game ends by the rules unless it hit the ply cap."""
+    assert record.start_fen == task.start_fen
+    assert tuple(record.moves[: len(task.moves)]) == task.moves
+    assert all(t is None for t in record.targets[: len(task.moves)])
+    board = chess.Board(record.start_fen)
+    labelled = 0
+    for uci, target in zip(record.moves, record.targets):
+        move = chess.Move.from_uci(uci)
+        assert move in board.legal_moves
+        if target is not None:
+            labelled += 1
+            assert list(target.policy_indices) == [move_to_index(move, board.turn)]
+            assert list(target.policy_probs) == [1.0]
+            assert target.expert_value is not None and -1.0 <= target.expert_value <= 1.0
+        board.push(move)
+    assert labelled == len(record.moves) - len(task.moves) > 0
+    assert "end" not in record.extra or record.extra["end"].startswith("cut at")
+    if record.result is None:
+        assert labelled == task.max_plies
+    else:
+        outcome = board.outcome(claim_draw=True)
+        assert outcome is not None
+        assert record.result == {True: 1.0, False: -1.0, None: 0.0}[outcome.winner]
+    assert len(record.extra["scores"].split()) == labelled
+
+
+def tasks(count: int, max_plies: int = 60) -> list[PlayoutTask]:
+    openings = [("e2e4",), ("d2d4", "g8f6"), ("c2c4", "e7e5", "b1c3"), ("g1f3",)]
+    return [
+        PlayoutTask(chess.STARTING_FEN, openings[i % 4], game_id=str(i), max_plies=max_plies)
+        for i in range(count)
+    ]
+
+
+def test_analyse_labels_positions(stockfish):
+    mate_in_one = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"
+    board = chess.Board()
+    board.push_uci("e2e4")
+    with StockfishPool(EngineConfig(nodes=50), size=2) as pool:
+        labels = pool.analyse([mate_in_one, board, (chess.STARTING_FEN, ["d2d4", "d7d5"])])
+        assert labels[0].move == "a1a8" and labels[0].score == "#1" and labels[0].value == 1.0
+        assert chess.Move.from_uci(labels[1].move) in board.legal_moves
+        assert -1 < labels[1].value < 1
+        with pytest.raises(LabelError, match="illegal move"):
+            pool.analyse([(chess.STARTING_FEN, ["e2e5"])])
+        assert pool.engine_name.startswith("Stockfish")
+
+
+def test_killed_engines_are_restarted_and_every_position_labelled(stockfish):
+    work = tasks(8)
+    with StockfishPool(EngineConfig(nodes=30, timeout_s=5), size=2) as pool:
+        first = pool.engine_pids()
+        futures = [pool.submit(t) for t in work]
+        time.sleep(0.2)
+        os.kill(first[0], signal.SIGKILL)  # mid-labelling
+        time.sleep(0.2)
+        os.kill(first[1], signal.SIGKILL)
+        records = [f.result(timeout=60) for f in futures]
+        stats = pool.stats()
+        assert set(pool.engine_pids()).isdisjoint(first)
+    for record, task in zip(records, work):
+        check_playout(record, task)
+    assert stats["restarts"] >= 2
+    assert stats["failed_tasks"] == 0
+
+
+def test_a_dead_worker_process_is_replaced_and_its_tasks_redone(stockfish):
+    work = tasks(6)
+    with StockfishPool(EngineConfig(nodes=30), size=2) as pool:
+        futures = [pool.submit(t) for t in work]
+        time.sleep(0.2)
+        pool._workers[0].process.kill()
+        records = [f.result(timeout=60) for f in futures]
+        assert pool.stats()["worker_deaths"] == 1
+        assert pool.analyse([chess.STARTING_FEN])[0].move  # both slots work again
+    for record, task in zip(records, work):
+        check_playout(record, task)
+
+
+HANGING_ENGINE = """#!{python}
+# Stockfish behind a pipe that stops answering after a few searches, once (a marker file
+# remembers), like an engine stuck in a deadlock.
+import os, subprocess, sys, threading
+
+engine = subprocess.Popen([{stockfish!r}], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True, bufsize=1)
+hung = threading.Event()
+
+def pump():
+    for line in engine.stdout:
+        if not hung.is_set():
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+threading.Thread(target=pump, daemon=True).start()
+searches = 0
+for line in sys.stdin:
+    if line.startswith("go"):
+        searches += 1
+        if searches == 12 and not os.path.exists({marker!r}):
+            open({marker!r}, "w").close()
+            hung.set()
+    if not hung.is_set():
+        engine.stdin.write(line)
+        engine.stdin.flush()
+"""
+
+
+def test_a_hung_engine_is_killed_and_its_position_retried(stockfish, tmp_path):
+    marker = tmp_path / "hung-once"
+    script = tmp_path / "hanging-engine"
+    script.write_text(
+        HANGING_ENGINE.format(python=sys.executable, stockfish=stockfish, marker=str(marker))
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    work = tasks(2, max_plies=20)
+    config = EngineConfig(command=str(script), nodes=30, timeout_s=1.0)
+    with StockfishPool(config, size=1) as pool:
+        records = [f.result(timeout=60) for f in [pool.submit(t) for t in work]]
+        stats = pool.stats()
+    assert marker.exists()
+    assert stats["timeouts"] == 1 and stats["restarts"] == 1
+    for record, task in zip(records, work):
+        check_playout(record, task)
+
+
+def test_engine_that_cannot_start_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="not found"):
+        StockfishPool(EngineConfig(command="no-such-engine-xyz"), size=1)
+    broken = tmp_path / "broken-engine"
+    broken.write_text("#!/bin/sh\nexit 3\n")
+    broken.chmod(0o755)
+    with pytest.raises(UserError, match="failed to start"):
+        StockfishPool(EngineConfig(command=str(broken), timeout_s=2), size=1)
