@@ -77,7 +77,11 @@ def _load_epd_book(path: Path, limit: int | None) -> list[Opening]:
             if not line or line.startswith("#"):
                 continue
             try:
-                board, _ = chess.Board.from_epd(line)
+                fields = line.split()
+                if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
+                    board = chess.Board(" ".join(fields[:6]))  # a full FEN, counters included
+                else:
+                    board, _ = chess.Board.from_epd(line)
             except ValueError as exc:
                 raise UserError(f"{path}:{lineno}: bad EPD ({exc})") from None
             openings.append(Opening(board.fen(), name=f"{path.name}:{lineno}"))
