@@ -1,6 +1,7 @@
 # The two commands of the README: `make demo` and `make test`. Each sets up what it needs:
 # a virtual environment, PyTorch (the machine's CPU wheel unless one is already there), this
-# package with its extras, and Stockfish from the distribution when /usr/games/stockfish is missing.
+# package with its extras, and the engines the evaluation plays (Stockfish, Fairy-Stockfish,
+# Glaurung) from the distribution when they are missing from /usr/games.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -8,7 +9,7 @@ PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP  := $(VENV)/.frugalzero-installed
-ENGINES := /usr/games/stockfish
+ENGINES := /usr/games/stockfish /usr/games/fairy-stockfish /usr/games/glaurung
 
 .PHONY: demo test lint setup engines clean
 
@@ -34,9 +35,10 @@ $(STAMP): pyproject.toml
 
 engines: $(ENGINES)
 
-/usr/games/stockfish:
+# a missing engine comes from its Debian package, which is named like the binary
+$(ENGINES):
 	$(SUDO) apt-get update -qq
-	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stockfish
+	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(notdir $@)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,279 @@
+"""``frugalzero match``, ``frugalzero elo`` and ``frugalzero ladder``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+ENGINE_HELP = (
+    "engine spec: net:PATH[?nodes=400], stockfish[?elo=1500|skill=5|nodes=..|depth=..], "
+    "fairy[?skill=-20..20&movetime=..], glaurung[?nodes=..], uci:PATH[?Option=Value&..], random"
+)
+
+
+def _add_match_options(parser: argparse.ArgumentParser, games: int | None) -> None:
+    if games is not None:
+        parser.add_argument("--games", type=int, default=games, help=f"games to play ({games})")
+    parser.add_argument("--openings", help="opening book, EPD or PGN (each opening twice)")
+    parser.add_argument(
+        "--noise-plies",
+        type=int,
+        help="without a book: random plies that make each opening (8)",
+    )
+    parser.add_argument("--concurrency", type=int, help="games at once (one per core)")
+    parser.add_argument("--pgn", help="append the games to this PGN file")
+    parser.add_argument("--seed", type=int, help="seed of the random openings (1)")
+    parser.add_argument("--config", help="TOML file (or preset) with match settings")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any match setting, e.g. adjudication.max_plies=300",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    match = subparsers.add_parser("match", help="play a match between two engines")
+    match.add_argument("engine_a", metavar="A", help=ENGINE_HELP)
+    match.add_argument("engine_b", metavar="B", help="the opponent, same syntax")
+    _add_match_options(match, games=None)
+    match.add_argument("--games", type=int, help="games to play (100)")
+    match.add_argument("--sprt", metavar="ELO0,ELO1", help="stop early by an SPRT of these bounds")
+    match.add_argument("--alpha", type=float, default=0.05, help="SPRT false-positive rate")
+    match.add_argument("--beta", type=float, default=0.05, help="SPRT false-negative rate")
+    match.set_defaults(handler=_match)
+
+    elo = subparsers.add_parser("elo", help="maximum-likelihood ratings from PGN files")
+    elo.add_argument("pgn", nargs="+", help="PGN files (any source)")
+    elo.add_argument(
+        "--anchor",
+        action="append",
+        default=[],
+        metavar="NAME=ELO",
+        help="hold a player at a rating (repeatable); default: the average is 0",
+    )
+    elo.add_argument("--json", action="store_true", help="print one JSON object")
+    elo.set_defaults(handler=_elo)
+
+    ladder = subparsers.add_parser(
+        "ladder", help="rate an engine against calibrated rungs (or --calibrate them)"
+    )
+    ladder.add_argument("engine", nargs="?", help=ENGINE_HELP)
+    ladder.add_argument("--rungs", help="comma-separated rung specs (or indices) to use")
+    ladder.add_argument("--games-per-rung", type=int, default=20, help="games per nearby rung")
+    ladder.add_argument("--neighbours", type=int, default=3, help="rungs that get full games")
+    ladder.add_argument("--table", help="calibration table (default: the shipped one)")
+    ladder.add_argument("--list", action="store_true", help="show the rungs and exit")
+    ladder.add_argument("--calibrate", action="store_true", help="run the calibration")
+    ladder.add_argument("--state", default="ladder-calibration", help="calibration folder")
+    ladder.add_argument("--out", default="ladder.json", help="where --calibrate writes the table")
+    ladder.add_argument(
+        "--games-per-pair", type=int, default=100, help="calibration games between neighbours"
+    )
+    ladder.add_argument(
+        "--max-minutes", type=float, default=0.0, help="stop the calibration after this long"
+    )
+    _add_match_options(ladder, games=None)
+    ladder.set_defaults(handler=_ladder)
+
+
+def _match_config(args: argparse.Namespace, base: dict | None = None):
+    from frugalzero.config import load_config
+    from frugalzero.evaluate.match import MatchConfig
+
+    data = dict(base or {})
+    for key in ("games", "openings", "noise_plies", "concurrency", "pgn", "seed"):
+        value = getattr(args, key, None)
+        if value is not None:
+            data[key] = value
+    return load_config(MatchConfig, args.config, args.set, base=data)
+
+
+def _parse_sprt(text: str, alpha: float, beta: float):
+    from frugalzero.errors import UserError
+    from frugalzero.evaluate.sprt import SprtConfig
+
+    try:
+        elo0, elo1 = (float(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"--sprt {text!r}: expected ELO0,ELO1, e.g. 0,10") from None
+    if elo1 <= elo0 or not (0 < alpha < 0.5 and 0 < beta < 0.5):
+        raise UserError("--sprt: need ELO0 < ELO1 and 0 < alpha, beta < 0.5")
+    return SprtConfig(elo0, elo1, alpha, beta)
+
+
+def _match(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from frugalzero.evaluate.match import play_match
+    from frugalzero.report import emit
+
+    config = _match_config(args)
+    if args.sprt:
+        config = replace(config, sprt=_parse_sprt(args.sprt, args.alpha, args.beta))
+    result = play_match(args.engine_a, args.engine_b, config, progress=True)
+    emit(result.summary(), args.json, title=f"{result.engine_a} vs {result.engine_b}")
+    return 0
+
+
+def _elo(args: argparse.Namespace) -> int:
+    from frugalzero.errors import UserError
+    from frugalzero.evaluate.elo import mle_ratings
+    from frugalzero.evaluate.pgn import PgnStats, read_results
+    from frugalzero.report import emit, stderr_console
+
+    anchors = {}
+    for text in args.anchor:
+        name, sep, value = text.rpartition("=")
+        try:
+            anchors[name] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name:
+            raise UserError(f"--anchor {text!r}: expected NAME=ELO")
+    stats = PgnStats()
+    games = list(read_results(args.pgn, stats))
+    if not games:
+        raise UserError(f"no finished games in {', '.join(args.pgn)}")
+    unknown = sorted(set(anchors) - {p for g in games for p in g[:2]})
+    if unknown:
+        raise UserError(f"--anchor {unknown[0]!r}: no such player in the games")
+    ratings = mle_ratings(games, anchors)
+    if ratings.unbounded:
+        stderr_console().print(
+            f"note: {', '.join(ratings.unbounded)} won or lost every game against the rest, so "
+            f"their exact ratings are infinite; added {ratings.prior_draws:g} virtual draw per "
+            "pairing (BayesElo's remedy)"
+        )
+    order = sorted(ratings.players, key=lambda n: -ratings.players[n].elo)
+    out = {
+        "ratings": {
+            name: {
+                "elo": round(p.elo, 1),
+                "ci95": [round(p.ci95[0], 1), round(p.ci95[1], 1)],
+                "games": p.games,
+                "score": round(p.score, 4),
+            }
+            for name in order
+            for p in [ratings.players[name]]
+        },
+        "los": {a: round(ratings.los(a, b), 4) for a, b in zip(order, order[1:])},
+        "games": stats.read,
+        "skipped": stats.skipped,
+        "anchors": anchors,
+        "prior_draws": ratings.prior_draws,
+    }
+    if args.json:
+        emit(out, True)
+    else:
+        _ratings_table(out, order)
+    return 0
+
+
+def _ratings_table(out: dict, order: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{out['games']} games ({out['skipped']} skipped)")
+    for column in ("#", "player", "Elo", "95% interval", "games", "score", "LOS next"):
+        if column == "player":
+            table.add_column(column, overflow="fold")
+        else:
+            table.add_column(column, justify="right", no_wrap=True)
+    for rank, name in enumerate(order, 1):
+        r = out["ratings"][name]
+        lo, hi = r["ci95"]
+        table.add_row(
+            str(rank),
+            name,
+            _elo_text(r["elo"]),
+            f"{_elo_text(lo)} .. {_elo_text(hi)}",
+            str(r["games"]),
+            f"{100 * r['score']:.1f}%",
+            f"{100 * out['los'][name]:.1f}%" if name in out["los"] else "",
+        )
+    Console(file=sys.stdout).print(table)
+
+
+def _elo_text(value: float) -> str:
+    return f"{value:.0f}" if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+
+
+def _ladder(args: argparse.Namespace) -> int:
+    from frugalzero.errors import UserError
+
+    if args.calibrate:
+        return _calibrate(args)
+    from frugalzero.evaluate.ladder import load_table
+
+    table = load_table(args.table)
+    if args.list:
+        return _list_rungs(table, args.json)
+    if not args.engine:
+        raise UserError("ladder: name an ENGINE to rate (or --list, or --calibrate)")
+    return _climb(args, table)
+
+
+def _list_rungs(table, as_json: bool) -> int:
+    from frugalzero.report import emit
+
+    out = {r.name: {"elo": r.elo, "sigma": r.sigma, "games": r.games} for r in table.rungs}
+    emit(
+        {"rungs": out, **{k: table.meta[k] for k in ("date", "command") if k in table.meta}},
+        as_json,
+    )
+    return 0
+
+
+def _climb(args: argparse.Namespace, table) -> int:
+    from frugalzero.evaluate.ladder import LadderConfig, run_ladder, select_rungs
+    from frugalzero.evaluate.match import play_match
+    from frugalzero.report import emit, stderr_console
+
+    rungs = select_rungs(table, args.rungs.split(",") if args.rungs else None)
+    adjudication = table.meta.get("adjudication")
+    base = {"adjudication": adjudication} if adjudication else {}
+    match = _match_config(args, base)
+    config = LadderConfig(games_per_rung=args.games_per_rung, neighbours=args.neighbours)
+    console = stderr_console()
+
+    def play(a, b, cfg):
+        return play_match(a, b, cfg, progress=True)
+
+    def step(rung: str, tally, guess: float) -> None:
+        console.print(
+            f"  vs {rung}: +{tally.wins} ={tally.draws} -{tally.losses}  estimate {guess:.0f}"
+        )
+
+    result = run_ladder(args.engine, rungs, config, match, play=play, on_step=step)
+    emit(result.summary(), args.json, title=f"ladder: {result.engine}")
+    return 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from frugalzero.evaluate.calibrate import CalibrationConfig, make_table, run_calibration
+    from frugalzero.nn.checkpoint import atomic_write_bytes
+    from frugalzero.report import emit
+
+    config = CalibrationConfig(
+        games=args.games_per_pair,
+        far_games=max(2, 2 * (args.games_per_pair // 5)),
+        concurrency=args.concurrency or 0,
+    )
+    state, complete = run_calibration(args.state, config, max_minutes=args.max_minutes)
+    command = f"frugalzero ladder --calibrate --games-per-pair {args.games_per_pair}"
+    table = make_table(state, config, command)
+    atomic_write_bytes(Path(args.out), (json.dumps(table, indent=1) + "\n").encode("utf-8"))
+    rungs = {
+        r["name"]: f"{r['elo']:.0f} ± {r['ci95'][1] - r['elo']:.0f} ({r['games']} games)"
+        for r in table["rungs"]
+    }
+    out = {"complete": complete, "table": args.out, "games": table["games"], "rungs": rungs}
+    emit(out, args.json)
+    return 0

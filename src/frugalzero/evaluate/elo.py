@@ -1,0 +1,333 @@
+"""Elo: score <-> rating difference, intervals, likelihood of superiority, and maximum-likelihood
+ratings of many players from all their games.
+
+The model is the logistic one every rating list uses: a player ``d`` Elo stronger expects the
+score ``1 / (1 + 10^(-d/400))``, and a draw counts as half a win and half a loss. For a match,
+the interval comes from the variance of the observed scores (per game, or per opening pair when
+games were played in colour-swapped pairs, which is smaller because the opening's bias cancels)
+mapped through the logistic curve, so it is asymmetric like the curve. For many players, the
+ratings maximise the likelihood of all games (Newton's method on a concave function); their
+intervals come from the inverse of the Fisher information.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+C = math.log(10) / 400  # d(logit of the expected score) / d(Elo)
+Z95 = 1.959963984540054
+
+
+def score_from_elo(diff: float) -> float:
+    """Expected score of the player ``diff`` Elo stronger."""
+    return 1.0 / (1.0 + 10.0 ** (-diff / 400.0))
+
+
+def elo_from_score(score: float) -> float:
+    """Elo difference that makes ``score`` the expected score (+-inf at 1 and 0)."""
+    if score <= 0.0:
+        return -math.inf
+    if score >= 1.0:
+        return math.inf
+    return -400.0 * math.log10(1.0 / score - 1.0) + 0.0  # + 0.0: no "-0.0" at 50%
+
+
+def los(wins: float, losses: float) -> float:
+    """Likelihood of superiority: probability that the winner of more games is the stronger,
+    from the decisive games alone (draws say nothing about which is stronger)."""
+    if wins + losses == 0:
+        return 0.5
+    return 0.5 * (1.0 + math.erf((wins - losses) / math.sqrt(2.0 * (wins + losses))))
+
+
+def pair_scores(pentanomial: Sequence[int]) -> tuple[float, ...]:
+    """Score of a pair (two games, one opening) for each pentanomial bin, per game."""
+    return tuple(i / (len(pentanomial) - 1) for i in range(len(pentanomial)))
+
+
+def score_interval(
+    wins: int,
+    draws: int,
+    losses: int,
+    pentanomial: Sequence[int] | None = None,
+    z: float = Z95,
+) -> tuple[float, float, float]:
+    """Mean score and its ``z``-sigma interval (Wald; Wilson's bound when every game ended the
+    same way, where the observed variance is zero but the truth is not known)."""
+    n = wins + draws + losses
+    if n == 0:
+        return 0.5, 0.0, 1.0
+    mean = (wins + 0.5 * draws) / n
+    if pentanomial is not None and sum(pentanomial) > 0:
+        pairs = sum(pentanomial)
+        values = pair_scores(pentanomial)
+        pair_mean = sum(c * v for c, v in zip(pentanomial, values)) / pairs
+        var = sum(c * (v - pair_mean) ** 2 for c, v in zip(pentanomial, values)) / pairs
+        se = math.sqrt(var / pairs)
+    else:
+        var = (wins * (1 - mean) ** 2 + draws * (0.5 - mean) ** 2 + losses * mean**2) / n
+        se = math.sqrt(var / n)
+    if se == 0.0:
+        bound = z * z / (n + z * z)  # Wilson interval of a binomial with all-equal outcomes
+        return mean, max(0.0, mean - bound), min(1.0, mean + bound)
+    return mean, max(0.0, mean - z * se), min(1.0, mean + z * se)
+
+
+def elo_interval(
+    wins: int,
+    draws: int,
+    losses: int,
+    pentanomial: Sequence[int] | None = None,
+    z: float = Z95,
+) -> tuple[float, float, float]:
+    """Elo difference and its interval (95% by default) from one player's results."""
+    mean, lo, hi = score_interval(wins, draws, losses, pentanomial, z)
+    return elo_from_score(mean), elo_from_score(lo), elo_from_score(hi)
+
+
+# ---------------------------------------------------------------- maximum likelihood ratings
+
+
+@dataclass
+class PlayerRating:
+    elo: float
+    ci95: tuple[float, float]
+    games: int
+    points: float
+    sigma: float = 0.0
+    """Standard error of ``elo`` (0 for an anchor)."""
+
+    @property
+    def score(self) -> float:
+        return self.points / self.games if self.games else 0.0
+
+
+@dataclass
+class Ratings:
+    """Everyone's rating, with what is needed to compare two of them."""
+
+    players: dict[str, PlayerRating]
+    covariance: np.ndarray
+    names: list[str]
+    anchors: dict[str, float]
+    prior_draws: float = 0.0
+    """Virtual draws added per pairing because the exact maximum did not exist."""
+    unbounded: list[str] = field(default_factory=list)
+    """Players whose exact maximum-likelihood rating is infinite (perfect scores)."""
+    iterations: int = 0
+
+    def los(self, a: str, b: str) -> float:
+        """Probability that ``a`` is stronger than ``b``, from the ratings' joint uncertainty."""
+        i, j = self.names.index(a), self.names.index(b)
+        var = self.covariance[i, i] + self.covariance[j, j] - 2 * self.covariance[i, j]
+        diff = self.players[a].elo - self.players[b].elo
+        if var <= 0:
+            return 0.5 if diff == 0 else float(diff > 0)
+        return 0.5 * (1.0 + math.erf(diff / math.sqrt(2.0 * var)))
+
+
+Game = tuple[str, str, float]  # white, black, white's score (1, 0.5, 0)
+
+
+def _pair_table(games: Iterable[Game]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Players, games played and points scored for every ordered pair."""
+    counts: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    names: dict[str, None] = {}
+    for white, black, score in games:
+        if white == black:
+            continue
+        names.setdefault(white)
+        names.setdefault(black)
+        counts[white, black][0] += 1
+        counts[white, black][1] += score
+        counts[black, white][0] += 1
+        counts[black, white][1] += 1 - score
+    order = list(names)
+    index = {name: i for i, name in enumerate(order)}
+    n = np.zeros((len(order), len(order)))
+    s = np.zeros_like(n)
+    for (a, b), (played, points) in counts.items():
+        n[index[a], index[b]] = played
+        s[index[a], index[b]] = points
+    return order, n, s
+
+
+def _reach(edges: np.ndarray, start: int) -> set[int]:
+    seen, stack = {start}, [start]
+    while stack:
+        i = stack.pop()
+        for j in np.nonzero(edges[i])[0]:
+            if int(j) not in seen:
+                seen.add(int(j))
+                stack.append(int(j))
+    return seen
+
+
+def _components(n: np.ndarray) -> list[list[int]]:
+    left, out = set(range(len(n))), []
+    while left:
+        comp = _reach(n > 0, min(left))
+        out.append(sorted(comp))
+        left -= comp
+    return out
+
+
+def unbounded_players(n: np.ndarray, s: np.ndarray, fixed: set[int]) -> list[int]:
+    """Players whose maximum-likelihood rating runs off to infinity.
+
+    The maximum exists exactly when, within each group of players linked by games (anchors
+    merged into one node), everyone can reach everyone through "scored points against" edges
+    (Zermelo's condition). Returned: the players outside the group's largest mutually
+    reachable set (or the anchors' one).
+    """
+    beats = s > 0  # i took points from j
+    bad: list[int] = []
+    for comp in _components(n):
+        members = set(comp)
+        # an anchor-less group is fine iff strongly connected; with anchors, merge them
+        anchors = members & fixed
+        root = min(anchors) if anchors else comp[0]
+        edges = beats.copy()
+        for a in anchors:
+            for b in anchors:
+                edges[a, b] = True
+        forward = _reach(edges, root)
+        backward = _reach(edges.T, root)
+        core = forward & backward
+        if core != members:
+            if not anchors:  # keep the largest strongly connected set as the reference
+                best = core
+                for i in comp:
+                    c = _reach(edges, i) & _reach(edges.T, i)
+                    if len(c) > len(best):
+                        best = c
+                core = best
+            bad.extend(sorted(members - core))
+    return bad
+
+
+def mle_ratings(
+    games: Iterable[Game],
+    anchors: dict[str, float] | None = None,
+    prior_draws: float | None = None,
+    z: float = Z95,
+) -> Ratings:
+    """Maximum-likelihood Elo of every player, ``anchors`` held at their given ratings.
+
+    Without an anchor, a group of players is centred on 0. If the exact maximum does not exist
+    (a player won or lost every game against the rest), ``prior_draws=None`` adds one virtual
+    draw per pairing that was played (BayesElo's remedy, half its default) and names the
+    affected players in ``unbounded``; pass ``prior_draws=0`` to get infinities instead.
+    """
+    names, n, s = _pair_table(games)
+    anchors = dict(anchors or {})
+    missing = sorted(set(anchors) - set(names))
+    for name in missing:  # an anchor without games still has its rating
+        names.append(name)
+    if missing:
+        size = len(names)
+        n = np.pad(n, ((0, size - len(n)), (0, size - len(n))))
+        s = np.pad(s, ((0, size - len(s)), (0, size - len(s))))
+    index = {name: i for i, name in enumerate(names)}
+    fixed = {index[a] for a in anchors}
+    bad = unbounded_players(n, s, fixed)
+    if prior_draws is None:
+        prior_draws = 1.0 if bad else 0.0
+    n_fit, s_fit = n, s
+    if prior_draws > 0:
+        played = n > 0
+        n_fit = n + prior_draws * played
+        s_fit = s + 0.5 * prior_draws * played
+    r, cov, iterations = _newton(n_fit, s_fit, names, anchors, index)
+    if prior_draws == 0 and bad:
+        r = r.copy()
+        for i in bad:  # the maximum is at infinity: say so instead of a large finite number
+            comp_points, comp_games = s[i].sum(), n[i].sum()
+            r[i] = math.inf if comp_points >= comp_games / 2 else -math.inf
+    players = {}
+    for name, i in index.items():
+        sigma = math.sqrt(max(cov[i, i], 0.0))
+        elo = float(r[i])
+        players[name] = PlayerRating(
+            elo, (elo - z * sigma, elo + z * sigma), int(n[i].sum()), float(s[i].sum()), sigma
+        )
+    return Ratings(players, cov, names, anchors, prior_draws, [names[i] for i in bad], iterations)
+
+
+def _newton(
+    n: np.ndarray, s: np.ndarray, names: list[str], anchors: dict[str, float], index: dict
+) -> tuple[np.ndarray, np.ndarray, int]:
+    size = len(names)
+    r = np.zeros(size)
+    for name, value in anchors.items():
+        r[index[name]] = value
+    comps = _components(n)
+    free: list[int] = []
+    centred: list[list[int]] = []  # anchor-less groups: one member pinned, centred afterwards
+    for comp in comps:
+        anchored = [i for i in comp if names[i] in anchors]
+        start = float(np.mean([r[i] for i in anchored])) if anchored else 0.0
+        for i in comp:
+            if names[i] not in anchors:
+                r[i] = start
+        if anchored:
+            free.extend(i for i in comp if names[i] not in anchors)
+        else:
+            free.extend(comp[1:])
+            centred.append(comp)
+    free_idx = np.array(sorted(free), dtype=int)
+
+    def loglik(x: np.ndarray) -> float:
+        d = C * (x[:, None] - x[None, :])
+        # s*log(E) + (n-s)*log(1-E) with E = sigmoid(d), written stably
+        return float(np.sum(s * -np.logaddexp(0, -d) + (n - s) * -np.logaddexp(0, d))) / 2
+
+    iterations = 0
+    current = loglik(r)
+    while len(free_idx) and iterations < 200:
+        iterations += 1
+        d = C * (r[:, None] - r[None, :])
+        e = 1.0 / (1.0 + np.exp(-d))
+        grad = C * np.sum(s - n * e, axis=1)
+        w = C * C * n * e * (1 - e)
+        info = np.diag(w.sum(axis=1)) - w
+        g, h = grad[free_idx], info[np.ix_(free_idx, free_idx)]
+        try:
+            step = np.linalg.solve(h, g)
+        except np.linalg.LinAlgError:
+            step = np.linalg.lstsq(h, g, rcond=None)[0]
+        t = 1.0
+        while True:  # step halving keeps every iteration an ascent (huge first steps overshoot)
+            trial = r.copy()
+            trial[free_idx] += t * np.clip(step, -2000, 2000)
+            value = loglik(trial)
+            if value >= current - 1e-12 or t < 1e-6:
+                break
+            t /= 2
+        r, current = trial, value
+        if np.max(np.abs(t * step)) < 1e-7:
+            break
+    d = C * (r[:, None] - r[None, :])
+    e = 1.0 / (1.0 + np.exp(-d))
+    w = C * C * n * e * (1 - e)
+    info = np.diag(w.sum(axis=1)) - w
+    cov = np.zeros((size, size))
+    for comp in comps:
+        anchored = any(names[i] in anchors for i in comp)
+        idx = np.array([i for i in comp if names[i] not in anchors], dtype=int)
+        if len(idx) == 0:
+            continue
+        sub = info[np.ix_(idx, idx)]
+        if anchored:
+            inv = np.linalg.pinv(sub)
+        else:
+            # centred group: the covariance of the sum-zero solution is the pseudo-inverse
+            r[idx] -= r[idx].mean()
+            inv = np.linalg.pinv(sub)
+        cov[np.ix_(idx, idx)] = inv
+    return r, cov, iterations

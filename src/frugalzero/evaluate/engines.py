@@ -1,0 +1,181 @@
+"""Players: one per game seat, driven by the match runner's event loop.
+
+A UCI engine gets its own process per seat (python-chess's asyncio client), so games run in
+parallel without sharing engine state. A move that does not come back in time, a process that
+dies, or an illegal move raises ``PlayerFailure``: the runner scores the game as a loss for
+that side and restarts the engine before its next game. ``random`` plays a uniformly random
+legal move from a per-game seed. ``net`` seats of one engine share one evaluator and search
+driver (``frugalzero.evaluate.netplayer``), so concurrent games batch their evaluations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import random
+from dataclasses import dataclass
+
+import chess
+import chess.engine
+
+from frugalzero.errors import UserError
+from frugalzero.evaluate.specs import EngineSpec, check_executable
+
+MATE_CP = 100_000
+
+
+class PlayerFailure(Exception):
+    """The engine lost the game by failing: ``kind`` is crash, hang, illegal move or error."""
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
+        self.detail = detail
+
+
+@dataclass
+class Played:
+    """A move and what the engine said about it."""
+
+    move: chess.Move
+    score: int | None = None
+    """Centipawns for the side that moved (mates as +-100000); None if not reported."""
+    depth: int | None = None
+    nodes: int | None = None
+
+
+def value_to_cp(value: float) -> int:
+    """A value in [-1, 1] as centipawns (Leela's mapping), so nets adjudicate like engines."""
+    value = max(-0.999, min(0.999, value))
+    return int(round(90.0 * math.tan(1.5637541897 * value)))
+
+
+class Player:
+    """The interface the match runner drives; subclasses fill in the engine."""
+
+    def __init__(self, spec: EngineSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+
+    async def start(self) -> None:
+        pass
+
+    async def new_game(self, seed: int) -> None:
+        pass
+
+    async def play(self, board: chess.Board) -> Played:
+        raise NotImplementedError
+
+    async def restart(self) -> None:
+        await self.close()
+        await self.start()
+
+    async def close(self) -> None:
+        pass
+
+
+class RandomPlayer(Player):
+    """A uniformly random legal move: the floor of every rating list."""
+
+    def __init__(self, spec: EngineSpec) -> None:
+        super().__init__(spec)
+        self._base = int(spec.params.get("seed", 0))
+        self._rng = random.Random(self._base)
+
+    async def new_game(self, seed: int) -> None:
+        self._rng = random.Random(self._base * 1_000_003 + seed)
+
+    async def play(self, board: chess.Board) -> Played:
+        return Played(self._rng.choice(list(board.legal_moves)))
+
+
+class UciPlayer(Player):
+    """One process of a UCI engine, restarted after a crash or a hang."""
+
+    def __init__(self, spec: EngineSpec, hang_seconds: float) -> None:
+        super().__init__(spec)
+        self.hang_seconds = hang_seconds
+        self.limit = chess.engine.Limit(
+            nodes=spec.nodes,
+            depth=spec.depth,
+            time=spec.movetime / 1000 if spec.movetime else None,
+        )
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._engine: chess.engine.UciProtocol | None = None
+        self._game: object = object()
+
+    async def start(self) -> None:
+        command = check_executable(self.spec)
+        try:
+            self._transport, self._engine = await asyncio.wait_for(
+                chess.engine.popen_uci(command, setpgrp=True), self.hang_seconds
+            )
+        except (TimeoutError, OSError, chess.engine.EngineError) as exc:
+            raise UserError(f"engine {self.name!r}: could not start {command} ({exc})") from None
+        available = {name.lower() for name in self._engine.options}
+        options = {
+            k: v
+            for k, v in self.spec.options.items()
+            if k not in self.spec.soft_options or k.lower() in available
+        }
+        try:
+            await self._engine.configure(options)
+        except chess.engine.EngineError as exc:
+            await self.close()
+            raise UserError(f"engine {self.name!r}: {exc}") from None
+
+    @property
+    def pid(self) -> int | None:
+        return self._transport.get_pid() if self._transport else None
+
+    async def new_game(self, seed: int) -> None:
+        self._game = object()  # a new game object makes python-chess send ucinewgame
+
+    async def play(self, board: chess.Board) -> Played:
+        if self._engine is None:
+            raise PlayerFailure("crash", "engine not running")
+        timeout = self.hang_seconds + (self.limit.time or 0.0)
+        try:
+            result = await asyncio.wait_for(
+                self._engine.play(board, self.limit, game=self._game, info=chess.engine.INFO_SCORE),
+                timeout,
+            )
+        except TimeoutError:
+            raise PlayerFailure("hang", f"no move in {timeout:.0f} s") from None
+        except chess.engine.EngineTerminatedError as exc:
+            raise PlayerFailure("crash", str(exc)) from None
+        except chess.engine.EngineError as exc:
+            raise PlayerFailure("error", str(exc)) from None
+        move = result.move
+        if move is None or not board.is_legal(move):
+            raise PlayerFailure("illegal move", str(move))
+        score = result.info.get("score")
+        cp = score.pov(board.turn).score(mate_score=MATE_CP) if score is not None else None
+        return Played(move, cp, result.info.get("depth"), result.info.get("nodes"))
+
+    async def close(self) -> None:
+        engine, transport = self._engine, self._transport
+        self._engine = self._transport = None
+        if engine is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(engine.quit(), 2.0)
+        if transport is not None:
+            with contextlib.suppress(Exception):
+                transport.kill()
+            with contextlib.suppress(Exception):
+                transport.close()
+
+
+def make_players(spec: EngineSpec, seats: int, hang_seconds: float, shared: dict) -> list[Player]:
+    """``seats`` players of one engine. ``shared`` holds objects seats of equal specs share
+    (a net engine's evaluator), so each is built once per match."""
+    if spec.kind == "random":
+        return [RandomPlayer(spec) for _ in range(seats)]
+    if spec.kind == "net":
+        from frugalzero.evaluate.netplayer import NetEngine
+
+        if spec.name not in shared:
+            shared[spec.name] = NetEngine(spec)
+        return shared[spec.name].seats(seats)
+    return [UciPlayer(spec, hang_seconds) for _ in range(seats)]

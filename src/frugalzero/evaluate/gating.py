@@ -1,0 +1,51 @@
+"""Gating: does a freshly trained net replace the best one?
+
+Three rules from the literature: AlphaGo Zero kept a new net only if it scored at least 55%
+against the best (``threshold``); AlphaZero dropped the gate and always used the latest net
+(``always``); ``sprt`` accepts it once a sequential test says it is ``elo1`` stronger rather
+than ``elo0`` (and rejects it when the test says H0, or when the games run out undecided).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from frugalzero.errors import UserError
+from frugalzero.evaluate.sprt import SprtConfig, sprt
+
+MODES = ("threshold", "sprt", "always")
+
+
+@dataclass
+class GateConfig:
+    """How a candidate net is judged against the current best."""
+
+    mode: str = "threshold"
+    """'threshold' (AlphaGo Zero: score >= ``threshold``), 'sprt' or 'always' (AlphaZero)."""
+    threshold: float = 0.55
+    """Score the candidate needs in 'threshold' mode."""
+    games: int = 100
+    """Games of the gating match (the most an SPRT gate may play)."""
+    sprt: SprtConfig = field(default_factory=lambda: SprtConfig(elo0=0.0, elo1=20.0))
+    """Hypotheses of the 'sprt' mode."""
+
+
+def gate(
+    mode: str,
+    wins: int,
+    draws: int,
+    losses: int,
+    threshold: float = 0.55,
+    sprt_config: SprtConfig | None = None,
+    pentanomial: Sequence[int] | None = None,
+) -> bool:
+    """True when the candidate (whose wins/draws/losses these are) replaces the best net."""
+    if mode == "always":
+        return True
+    games = wins + draws + losses
+    if mode == "threshold":
+        return games > 0 and (wins + 0.5 * draws) / games >= threshold
+    if mode == "sprt":
+        return sprt(wins, draws, losses, sprt_config, pentanomial).decision == "H1"
+    raise UserError(f"gating mode {mode!r} is not one of {', '.join(MODES)}")

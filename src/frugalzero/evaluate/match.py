@@ -1,0 +1,322 @@
+"""Matches between two engines: games in parallel, paired openings, adjudication, PGN, SPRT.
+
+The runner is one asyncio event loop. Each of ``concurrency`` game slots owns one seat of each
+engine (a UCI process each; a net engine's seats share one evaluator, so its searches in
+concurrent games are batched together) and plays game after game from a shared queue. Game 2k
+and 2k+1 use the same opening with colours swapped; A is White in even games. A failing engine
+(crash, hang, illegal move) loses that game and is restarted before its next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import chess
+
+from frugalzero.chess.positions import Opening
+from frugalzero.errors import UserError
+from frugalzero.evaluate.adjudicate import AdjudicationConfig, Adjudicator
+from frugalzero.evaluate.elo import elo_interval, los
+from frugalzero.evaluate.engines import Player, PlayerFailure, make_players
+from frugalzero.evaluate.openings import opening_stream
+from frugalzero.evaluate.pgn import GameOutcome, append_game, score_comment, to_pgn
+from frugalzero.evaluate.specs import EngineSpec, parse_spec
+from frugalzero.evaluate.sprt import SprtConfig, SprtResult, sprt
+
+RESTART_TRIES = 3
+
+
+@dataclass
+class MatchConfig:
+    """A match between two engines."""
+
+    games: int = 100
+    """Games to play (at most, with SPRT); an even number keeps every opening pair complete."""
+    openings: str = ""
+    """Opening book, EPD or PGN; each opening is played twice with colours swapped. Empty:
+    random openings of ``noise_plies`` plies (or the start position if that is 0)."""
+    noise_plies: int = 8
+    """Random plies that make an opening when there is no book (material kept level)."""
+    concurrency: int = 0
+    """Games played at once; 0 = one per CPU core (each game's engines take turns on one)."""
+    seed: int = 1
+    """Seed of the random openings and of ``random`` players."""
+    pgn: str = ""
+    """File the games are appended to as they finish; empty for none."""
+    event: str = "frugalzero match"
+    """PGN Event tag."""
+    hang_seconds: float = 30.0
+    """Seconds past its move time after which a silent engine has hung (and loses)."""
+    sprt: SprtConfig | None = None
+    """Stop as soon as this test decides (pentanomial model on complete opening pairs)."""
+    adjudication: AdjudicationConfig = field(default_factory=AdjudicationConfig)
+    """When games are stopped early (resignation, dead draw, length limit)."""
+
+
+@dataclass
+class Tally:
+    """Results from the first engine's side, with opening pairs kept together."""
+
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    pentanomial: list[int] = field(default_factory=lambda: [0] * 5)
+    """Complete pairs scoring 0, 1/2, 1, 3/2 and 2 points."""
+    _open: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.5
+
+    def add(self, pair: int, score: float) -> None:
+        if score == 1.0:
+            self.wins += 1
+        elif score == 0.0:
+            self.losses += 1
+        else:
+            self.draws += 1
+        if pair in self._open:
+            self.pentanomial[int(round(2 * (self._open.pop(pair) + score)))] += 1
+        else:
+            self._open[pair] = score
+
+    def paired(self) -> bool:
+        """Were (nearly) all games played in complete pairs? Then the pentanomial model holds."""
+        return sum(self.pentanomial) > 0 and 2 * sum(self.pentanomial) >= self.games - 1
+
+    def elo(self) -> tuple[float, float, float]:
+        penta = self.pentanomial if self.paired() else None
+        return elo_interval(self.wins, self.draws, self.losses, penta)
+
+    def sprt(self, config: SprtConfig) -> SprtResult:
+        penta = self.pentanomial if self.paired() else None
+        return sprt(self.wins, self.draws, self.losses, config, penta)
+
+
+@dataclass
+class MatchResult:
+    engine_a: str
+    engine_b: str
+    tally: Tally
+    outcomes: list[GameOutcome]
+    reasons: Counter
+    seconds: float
+    sprt: SprtResult | None = None
+    pgn: str = ""
+    batching: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per net engine: search batches sent and leaves in them (shared across games)."""
+
+    def summary(self) -> dict:
+        """The ``--json`` object: the issue's fields first."""
+        t = self.tally
+        elo, lo, hi = t.elo()
+        out = {
+            "engine_a": self.engine_a,
+            "engine_b": self.engine_b,
+            "games": t.games,
+            "wins": t.wins,
+            "draws": t.draws,
+            "losses": t.losses,
+            "score": round(t.score, 4),
+            "elo": round(elo, 1),
+            "elo_ci95": [round(lo, 1), round(hi, 1)],
+            "los": round(los(t.wins, t.losses), 4),
+            "pentanomial": list(t.pentanomial),
+        }
+        if self.sprt is not None:
+            out["sprt"] = {
+                "llr": round(self.sprt.llr, 3),
+                "bounds": [round(self.sprt.lower, 3), round(self.sprt.upper, 3)],
+                "decision": self.sprt.decision,
+            }
+        out["endings"] = dict(self.reasons.most_common())
+        out["failures"] = sum(1 for o in self.outcomes if o.failed)
+        if self.batching:
+            out["net_batching"] = self.batching
+        out["seconds"] = round(self.seconds, 1)
+        if self.pgn:
+            out["pgn"] = self.pgn
+        return out
+
+
+def _rules_outcome(board: chess.Board) -> tuple[str, str] | None:
+    """Result and reason if the rules end the game (threefold and fifty moves are claimed)."""
+    outcome = board.outcome(claim_draw=False)
+    if outcome is not None:
+        return outcome.result(), outcome.termination.name.lower().replace("_", " ")
+    if board.halfmove_clock >= 100:
+        return "1/2-1/2", "fifty moves"
+    if board.is_repetition(3):
+        return "1/2-1/2", "threefold repetition"
+    return None
+
+
+async def play_game(
+    white: Player, black: Player, opening: Opening, index: int, config: MatchConfig
+) -> GameOutcome:
+    """One game from ``opening``; an engine failure loses it for that engine."""
+    board = opening.board()
+    outcome = GameOutcome(
+        index,
+        white.name,
+        black.name,
+        "*",
+        "",
+        "normal",
+        opening,
+        list(board.move_stack),
+        ["book"] * len(board.move_stack),
+        white.spec.limit_text(),
+        black.spec.limit_text(),
+    )
+    await white.new_game(config.seed * 100_003 + index)
+    await black.new_game(config.seed * 100_003 + index + 50_000)
+    adjudicator = Adjudicator(config.adjudication)
+    verdict = _rules_outcome(board)
+    while verdict is None:
+        mover = board.turn
+        player = white if mover == chess.WHITE else black
+        try:
+            played = await player.play(board)
+        except PlayerFailure as failure:
+            side = "White" if mover == chess.WHITE else "Black"
+            outcome.failed = player.name
+            outcome.termination = "time forfeit" if failure.kind == "hang" else "rules infraction"
+            outcome.result = "0-1" if mover == chess.WHITE else "1-0"
+            outcome.reason = f"{side} {failure.kind}"
+            return outcome
+        board.push(played.move)
+        outcome.moves.append(played.move)
+        outcome.comments.append(score_comment(played.score, played.depth))
+        verdict = _rules_outcome(board)
+        if verdict is None:
+            verdict = adjudicator.update(board, mover, played.score)
+            if verdict is not None:
+                outcome.termination = "adjudication"
+    outcome.result, outcome.reason = verdict
+    return outcome
+
+
+OnGame = Callable[[GameOutcome, Tally], None]
+
+
+async def run_match(
+    spec_a: EngineSpec, spec_b: EngineSpec, config: MatchConfig, on_game: OnGame | None = None
+) -> MatchResult:
+    """Play the match inside a running event loop."""
+    from frugalzero.nn.evaluator import available_cores
+
+    if config.games < 1:
+        raise UserError(f"games must be at least 1, not {config.games}")
+    seats = min(config.concurrency or available_cores(), config.games)
+    shared: dict = {}
+    players_a = make_players(spec_a, seats, config.hang_seconds, shared)
+    players_b = make_players(spec_b, seats, config.hang_seconds, shared)
+    everyone = players_a + players_b
+    stream = opening_stream(config.openings or None, config.noise_plies, config.seed)
+    openings: dict[int, Opening] = {}
+    tally, outcomes, reasons = Tally(), [], Counter()
+    state = {"next": 0, "stop": False, "sprt": None}
+    pgn_path = Path(config.pgn) if config.pgn else None
+    started = time.perf_counter()
+    today = datetime.date.today()
+    batching: dict[str, dict[str, float]] = {}
+
+    async def restart(player: Player) -> None:
+        for attempt in range(RESTART_TRIES):
+            try:
+                await player.restart()
+                return
+            except UserError:
+                if attempt == RESTART_TRIES - 1:
+                    raise
+                await asyncio.sleep(1.0)
+
+    async def slot(a: Player, b: Player) -> None:
+        while not state["stop"] and state["next"] < config.games:
+            index = state["next"]
+            state["next"] += 1
+            pair = index // 2
+            if pair not in openings:
+                openings[pair] = next(stream)
+            a_white = index % 2 == 0
+            white, black = (a, b) if a_white else (b, a)
+            outcome = await play_game(white, black, openings[pair], index, config)
+            outcomes.append(outcome)
+            reasons[outcome.reason] += 1
+            tally.add(pair, outcome.white_score() if a_white else 1 - outcome.white_score())
+            if pgn_path is not None:
+                append_game(pgn_path, to_pgn(outcome, config.event, today))
+            if config.sprt is not None:
+                state["sprt"] = tally.sprt(config.sprt)
+                if state["sprt"].decision is not None:
+                    state["stop"] = True
+            if on_game is not None:
+                on_game(outcome, tally)
+            if outcome.failed:
+                await restart(white if outcome.result == "0-1" else black)  # the loser failed
+
+    try:
+        await asyncio.gather(*(p.start() for p in everyone))
+        await asyncio.gather(*(slot(a, b) for a, b in zip(players_a, players_b)))
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*(p.close() for p in everyone), return_exceptions=True)
+        for name, engine in shared.items():
+            driver = getattr(engine, "driver", None)
+            if driver is not None and driver.batches:
+                batching[name] = {
+                    "batches": driver.batches,
+                    "leaves": driver.leaves,
+                    "mean_batch": round(driver.leaves / driver.batches, 2),
+                }
+            with contextlib.suppress(Exception):
+                engine.close()
+    outcomes.sort(key=lambda o: o.index)
+    return MatchResult(
+        spec_a.name,
+        spec_b.name,
+        tally,
+        outcomes,
+        reasons,
+        time.perf_counter() - started,
+        state["sprt"],
+        str(pgn_path) if pgn_path else "",
+        batching,
+    )
+
+
+def play_match(
+    engine_a: str | EngineSpec,
+    engine_b: str | EngineSpec,
+    config: MatchConfig | None = None,
+    progress: bool = False,
+    on_game: OnGame | None = None,
+) -> MatchResult:
+    """Play a match from Python (the main loop's gating, the ladder, tests)."""
+    spec_a = parse_spec(engine_a) if isinstance(engine_a, str) else engine_a
+    spec_b = parse_spec(engine_b) if isinstance(engine_b, str) else engine_b
+    config = config or MatchConfig()
+    if not progress:
+        return asyncio.run(run_match(spec_a, spec_b, config, on_game))
+    from frugalzero.evaluate.progress import MatchProgress
+
+    with MatchProgress(spec_a.name, spec_b.name, config.games) as bar:
+
+        def both(outcome: GameOutcome, tally: Tally) -> None:
+            bar.update(tally)
+            if on_game is not None:
+                on_game(outcome, tally)
+
+        return asyncio.run(run_match(spec_a, spec_b, config, both))

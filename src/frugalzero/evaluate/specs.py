@@ -1,0 +1,205 @@
+"""Engines named by one string, so every strength claim says exactly what played.
+
+Grammar: ``KIND[:PATH][?key=value&key=value...]``. The kinds:
+
+- ``net:PATH`` (``net:default`` = the shipped net): our network with our search;
+  ``nodes=1`` plays the raw policy. Other keys are search settings.
+- ``stockfish``: Debian's Stockfish 15.1; ``elo`` (1350-2850) sets UCI_LimitStrength and
+  UCI_Elo, ``skill`` (0-20) the Skill Level.
+- ``fairy``: Debian's Fairy-Stockfish, whose ``skill`` goes down to -20 (far below Stockfish's
+  weakest setting).
+- ``glaurung``: Debian's Glaurung 2.2, the calibration anchor.
+- ``uci:PATH``: any UCI engine; keys other than the limits are UCI options.
+- ``random``: a uniformly random legal move.
+
+Every UCI kind takes the search limits ``nodes``, ``depth`` and ``movetime`` (milliseconds),
+and ``threads`` and ``hash`` (MB; default 1 thread, 16 MB). With no limit a UCI engine gets
+``movetime=100``. The canonical name (sorted keys) is what PGN headers and ratings use, so
+the same engine always has the same name.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from frugalzero.errors import UserError
+
+KINDS = ("net", "stockfish", "fairy", "glaurung", "uci", "random")
+BINARIES = {
+    "stockfish": "/usr/games/stockfish",
+    "fairy": "/usr/games/fairy-stockfish",
+    "glaurung": "/usr/games/glaurung",
+}
+APT_PACKAGE = {"stockfish": "stockfish", "fairy": "fairy-stockfish", "glaurung": "glaurung"}
+LIMIT_KEYS = ("nodes", "depth", "movetime")
+DEFAULT_MOVETIME_MS = 100
+ELO_RANGE = (1350, 2850)
+SKILL_RANGE = {"stockfish": (0, 20), "fairy": (-20, 20)}
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """A parsed engine string: what to run, with which options, under which limit."""
+
+    kind: str
+    """One of KINDS."""
+    path: str = ""
+    """Executable (UCI kinds) or network file (``net``); empty for ``random``."""
+    options: dict[str, str | int | bool] = field(default_factory=dict)
+    """UCI options sent once after start (name -> value)."""
+    nodes: int | None = None
+    """Search limit: nodes per move (UCI kinds and ``net``)."""
+    depth: int | None = None
+    """Search limit: plies per move (UCI kinds)."""
+    movetime: int | None = None
+    """Search limit: milliseconds per move (UCI kinds)."""
+    params: dict[str, str] = field(default_factory=dict)
+    """Remaining keys, as written: search settings of ``net``, ``seed`` of ``random``."""
+    soft_options: tuple[str, ...] = ()
+    """Options we set by default (Threads, Hash, OwnBook): skipped if the engine lacks them."""
+    name: str = ""
+    """Canonical spec string, used as the player's name."""
+
+    @property
+    def is_uci(self) -> bool:
+        return self.kind in ("stockfish", "fairy", "glaurung", "uci")
+
+    def limit_text(self) -> str:
+        """The per-move limit as PGN headers show it (``nodes=1000``, ``movetime=100``)."""
+        parts = [f"{k}={getattr(self, k)}" for k in LIMIT_KEYS if getattr(self, k) is not None]
+        return " ".join(parts) or "-"
+
+
+def _split(text: str) -> tuple[str, str, dict[str, str]]:
+    head, _, query = text.partition("?")
+    kind, _, path = head.partition(":")
+    kind = kind.strip().lower()
+    pairs: dict[str, str] = {}
+    for item in filter(None, query.split("&")):
+        key, sep, value = item.partition("=")
+        key = unquote(key).strip()
+        if not sep or not key:
+            raise UserError(f"engine {text!r}: expected key=value, got {item!r}")
+        if key in pairs:
+            raise UserError(f"engine {text!r}: {key!r} given twice")
+        pairs[key] = unquote(value).strip()
+    return kind, path.strip(), pairs
+
+
+def _int(text: str, key: str, value: str, lo: int | None = None, hi: int | None = None) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise UserError(f"engine {text!r}: {key} must be an integer, not {value!r}") from None
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
+        raise UserError(f"engine {text!r}: {key}={number} is outside {lo}..{hi}")
+    return number
+
+
+def _option_value(value: str) -> str | int | bool:
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
+def canonical(kind: str, path: str, pairs: dict[str, str]) -> str:
+    """``kind[:path][?k=v...]`` with keys sorted, so equal engines get equal names."""
+    head = f"{kind}:{path}" if path else kind
+    if not pairs:
+        return head
+    query = "&".join(
+        f"{quote(k, safe=' ')}={quote(v, safe=' .-+/')}" for k, v in sorted(pairs.items())
+    )
+    return f"{head}?{query}"
+
+
+def parse_spec(text: str) -> EngineSpec:
+    """Parse an engine string; any mistake is a one-line UserError naming the engine."""
+    kind, path, pairs = _split(text)
+    if kind not in KINDS:
+        raise UserError(f"engine {text!r}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    limits: dict[str, int] = {}
+    for key in LIMIT_KEYS:
+        if key in pairs and kind != "random":
+            limits[key] = _int(text, key, pairs[key], 1)
+    if kind == "random":
+        if path:
+            raise UserError(f"engine {text!r}: random takes no path")
+        unknown = sorted(set(pairs) - {"seed"})
+        if unknown:
+            raise UserError(f"engine {text!r}: unknown key {unknown[0]!r} (random knows: seed)")
+        if "seed" in pairs:
+            _int(text, "seed", pairs["seed"])
+        return EngineSpec("random", params=dict(pairs), name=canonical(kind, "", pairs))
+    if kind == "net":
+        if not path:
+            raise UserError(
+                f"engine {text!r}: net needs a file, e.g. net:default or net:my.safetensors"
+            )
+        extra = {k: v for k, v in pairs.items() if k != "nodes"}
+        unknown = sorted(set(pairs) & {"depth", "movetime"})
+        if unknown:
+            raise UserError(f"engine {text!r}: net engines are limited by nodes, not {unknown[0]}")
+        return EngineSpec(
+            "net", path, nodes=limits.get("nodes"), params=extra, name=canonical(kind, path, pairs)
+        )
+    return _uci_spec(text, kind, path, pairs, limits)
+
+
+def _uci_spec(
+    text: str, kind: str, path: str, pairs: dict[str, str], limits: dict[str, int]
+) -> EngineSpec:
+    options: dict[str, str | int | bool] = {
+        "Threads": _int(text, "threads", pairs.get("threads", "1"), 1),
+        "Hash": _int(text, "hash", pairs.get("hash", "16"), 1),
+    }
+    if kind == "glaurung":  # it defaults to 2 threads and an opening book
+        options["OwnBook"] = False
+    known = {"threads", "hash", *LIMIT_KEYS}
+    if kind == "uci":
+        if not path:
+            raise UserError(f"engine {text!r}: uci needs an executable, e.g. uci:/usr/bin/engine")
+        for key, value in pairs.items():
+            if key not in known:
+                options[key] = _option_value(value)
+    else:
+        if kind in SKILL_RANGE:
+            known |= {"skill"}
+            if "skill" in pairs:
+                options["Skill Level"] = _int(text, "skill", pairs["skill"], *SKILL_RANGE[kind])
+        if kind == "stockfish":
+            known |= {"elo"}
+            if "elo" in pairs:
+                options["UCI_LimitStrength"] = True
+                options["UCI_Elo"] = _int(text, "elo", pairs["elo"], *ELO_RANGE)
+        unknown = sorted(set(pairs) - known)
+        if unknown:
+            raise UserError(
+                f"engine {text!r}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})"
+            )
+        path = path or BINARIES[kind]
+    if not limits:
+        limits = {"movetime": DEFAULT_MOVETIME_MS}
+    name_path = "" if kind != "uci" and path == BINARIES.get(kind) else path
+    soft = tuple(k for k in ("Threads", "Hash", "OwnBook") if k.lower() not in pairs)
+    name = canonical(kind, name_path, pairs)
+    return EngineSpec(kind, path, options, params={}, soft_options=soft, name=name, **limits)
+
+
+def check_executable(spec: EngineSpec) -> str:
+    """The engine's executable, or a UserError saying how to install it."""
+    path = spec.path
+    found = shutil.which(path) if not Path(path).is_absolute() else path
+    if found and Path(found).is_file():
+        return found
+    hint = ""
+    if spec.kind in APT_PACKAGE:
+        hint = f" (install it: sudo apt-get install {APT_PACKAGE[spec.kind]})"
+    raise UserError(f"engine {spec.name!r}: executable {path!r} not found{hint}")

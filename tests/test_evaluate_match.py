@@ -1,0 +1,219 @@
+"""Matches with real engine processes: pairing, PGN, failures, SPRT stops, the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import chess
+import chess.pgn
+import pytest
+
+from frugalzero.evaluate.adjudicate import AdjudicationConfig
+from frugalzero.evaluate.match import MatchConfig, play_match
+from frugalzero.evaluate.pgn import pgn_text_games
+from frugalzero.evaluate.sprt import SprtConfig
+
+STOCKFISH = "/usr/games/stockfish"
+needs_stockfish = pytest.mark.skipif(
+    not Path(STOCKFISH).is_file(), reason="Stockfish not installed (make test installs it)"
+)
+
+FAKE_ENGINE = """#!{python}
+# A UCI engine for tests: random legal moves; once (marker file) it dies or hangs at a 'go'.
+import os, random, signal, sys, time
+import chess
+
+MODE, AT, MARKER = {mode!r}, {at}, {marker!r}
+rng = random.Random(0)
+board = chess.Board()
+gos = 0
+for line in sys.stdin:
+    words = line.split()
+    if not words:
+        continue
+    if words[0] == "uci":
+        print("id name fake")
+        print("uciok")
+    elif words[0] == "isready":
+        print("readyok")
+    elif words[0] == "position":
+        rest = words[1:]
+        if rest[0] == "startpos":
+            board, rest = chess.Board(), rest[1:]
+        else:
+            board, rest = chess.Board(" ".join(rest[1:7])), rest[7:]
+        for uci in rest[1:] if rest and rest[0] == "moves" else []:
+            board.push_uci(uci)
+    elif words[0] == "go":
+        gos += 1
+        if gos == AT and not os.path.exists(MARKER):
+            open(MARKER, "w").close()
+            if MODE == "crash":
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(3600)
+        move = rng.choice(sorted(board.legal_moves, key=lambda m: m.uci()))
+        print("info depth 1 score cp 0 nodes 1")
+        print("bestmove " + move.uci())
+    elif words[0] == "quit":
+        break
+    sys.stdout.flush()
+"""
+
+
+def fake_engine(tmp_path: Path, mode: str, at: int) -> str:
+    path = tmp_path / f"fake_{mode}.py"
+    marker = tmp_path / f"{mode}.done"
+    path.write_text(FAKE_ENGINE.format(python=sys.executable, mode=mode, at=at, marker=str(marker)))
+    path.chmod(0o755)
+    return f"uci:{path}?nodes=1"
+
+
+SHORT = AdjudicationConfig(max_plies=60)
+
+
+def test_openings_are_played_twice_with_colours_swapped(tmp_path):
+    pgn = tmp_path / "games.pgn"
+    cfg = MatchConfig(games=6, concurrency=2, pgn=str(pgn), adjudication=SHORT, seed=4)
+    result = play_match("random?seed=1", "random?seed=2", cfg)
+    outcomes = result.outcomes
+    assert [o.index for o in outcomes] == list(range(6))
+    for first, second in zip(outcomes[::2], outcomes[1::2]):
+        assert first.opening == second.opening and len(first.opening.moves) == 8
+        assert (
+            (first.white, first.black)
+            == (second.black, second.white)
+            == (
+                "random?seed=1",
+                "random?seed=2",
+            )
+        )
+    assert len({o.opening for o in outcomes}) == 3
+    board = outcomes[0].opening.board()
+    assert not board.is_check() and len(board.piece_map()) >= 28
+    games = pgn_text_games(pgn.read_text())
+    assert len(games) == 6
+    for game, outcome in zip(sorted(games, key=lambda g: int(g.headers["Round"])), outcomes):
+        h = game.headers
+        for tag in ("Event", "Site", "Date", "Round", "White", "Black", "Result"):
+            assert h[tag] not in ("", "?")
+        assert h["Result"] == outcome.result and h["WhiteLimit"] == "-"
+        assert h["PlyCount"] == str(outcome.plies) == str(len(list(game.mainline_moves())))
+        assert h["TerminationDetails"] == outcome.reason and "Termination" in h
+        first = next(iter(game.mainline()))
+        assert first.comment == "book"
+    assert sum(result.tally.pentanomial) == 3
+
+
+def test_book_openings_from_an_epd_file(tmp_path):
+    book = tmp_path / "book.epd"
+    fens = [
+        "rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2",
+        "rnbqkbnr/pppp1ppp/8/4p3/3P4/8/PPP1PPPP/RNBQKBNR w KQkq - 0 2",
+    ]
+    book.write_text("\n".join(f.rsplit(" ", 2)[0] for f in fens) + "\n")
+    pgn = tmp_path / "g.pgn"
+    cfg = MatchConfig(games=4, concurrency=1, openings=str(book), pgn=str(pgn), adjudication=SHORT)
+    result = play_match("random?seed=1", "random?seed=2", cfg)
+    starts = [o.opening.root_fen.split(" ")[0] for o in result.outcomes]
+    assert sorted(starts) == sorted(f.split(" ")[0] for f in fens for _ in (0, 1))
+    assert starts[0] == starts[1] and starts[2] == starts[3]
+    headers = [g.headers for g in pgn_text_games(pgn.read_text())]
+    assert all(h["SetUp"] == "1" and h["FEN"].split(" ")[0] in starts for h in headers)
+
+
+@needs_stockfish
+def test_random_loses_every_game_to_stockfish_1350():
+    result = play_match("random", "stockfish?elo=1350", MatchConfig(games=4, concurrency=2))
+    s = result.summary()
+    assert (s["wins"], s["draws"], s["losses"]) == (0, 0, 4)
+    assert s["score"] == 0.0 and s["elo_ci95"][1] < 0
+    assert all(o.reason == "checkmate" or "resigns" in o.reason for o in result.outcomes)
+
+
+def test_a_crashing_engine_loses_that_game_only(tmp_path):
+    crashy = fake_engine(tmp_path, "crash", at=6)  # killed (SIGKILL) at its 6th move
+    cfg = MatchConfig(games=4, concurrency=2, adjudication=SHORT)
+    result = play_match(crashy, "random?seed=3", cfg)
+    failed = [o for o in result.outcomes if o.failed]
+    assert len(failed) == 1
+    lost = failed[0]
+    assert lost.reason.endswith("crash") and lost.termination == "rules infraction"
+    a_white = lost.index % 2 == 0
+    assert lost.result == ("0-1" if a_white else "1-0")
+    # every other game was played out by a (restarted) engine
+    others = [o for o in result.outcomes if not o.failed]
+    assert len(others) == 3 and all(o.plies > 20 for o in others)
+    assert result.tally.games == 4 and result.tally.losses >= 1
+
+
+def test_a_hanging_engine_loses_on_time_and_is_replaced(tmp_path):
+    hangs = fake_engine(tmp_path, "hang", at=3)
+    cfg = MatchConfig(games=2, concurrency=1, hang_seconds=1.0, adjudication=SHORT)
+    result = play_match(hangs, "random?seed=3", cfg)
+    first, second = result.outcomes
+    assert first.reason == "White hang" and first.result == "0-1"
+    assert first.termination == "time forfeit"
+    assert not second.failed and second.plies > 20
+
+
+@needs_stockfish
+def test_sprt_stops_the_match_early():
+    cfg = MatchConfig(games=60, concurrency=2, sprt=SprtConfig(0, 300))
+    result = play_match("stockfish?depth=1&elo=1350", "random", cfg)
+    assert result.sprt is not None and result.sprt.decision == "H1"
+    assert result.tally.games < 60
+    assert result.summary()["sprt"]["decision"] == "H1"
+
+
+def test_match_command_prints_one_json_object(tmp_path, capsys):
+    from frugalzero.cli import main
+
+    code = main(
+        [
+            "match",
+            "random?seed=1",
+            "random?seed=2",
+            "--games",
+            "2",
+            "--json",
+            "--set",
+            "adjudication.max_plies=30",
+            "--pgn",
+            str(tmp_path / "m.pgn"),
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1
+    data = json.loads(out[0])
+    for key in ("games", "wins", "draws", "losses", "score", "elo", "elo_ci95", "los"):
+        assert key in data
+    assert data["games"] == 2 and data["draws"] == 2  # random vs random for 30 plies
+    assert data["elo"] == 0.0 and data["endings"] == {"length limit (30 plies)": 2}
+
+
+def test_match_command_bad_input(capsys):
+    from frugalzero.cli import main
+
+    assert main(["match", "random", "stockfish?elo=1000"]) == 2
+    assert "outside 1350..2850" in capsys.readouterr().err
+    assert main(["match", "random", "random", "--set", "adjudication.max_ply=3"]) == 2
+    assert "unknown key 'max_ply'" in capsys.readouterr().err
+    missing = "uci:/nonexistent/engine"
+    assert main(["match", missing, "random", "--games", "2"]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    shutil.which("fairy-stockfish") is None and not Path("/usr/games/fairy-stockfish").is_file(),
+    reason="fairy-stockfish not installed",
+)
+def test_fairy_plays_far_below_stockfish_skill():
+    # the weakest Fairy-Stockfish still beats the random mover
+    cfg = MatchConfig(games=2, concurrency=2)
+    result = play_match("fairy?skill=-20&nodes=2000", "random", cfg)
+    assert result.tally.games == 2 and result.tally.losses == 0
+    assert all(chess.Board(o.opening.root_fen) for o in result.outcomes)

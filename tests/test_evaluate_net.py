@@ -1,0 +1,75 @@
+"""``net:`` engines in matches: raw policy, search with shared batches, spec errors."""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+import torch
+
+from frugalzero.chess.history import net_input_from_board
+from frugalzero.errors import UserError
+from frugalzero.evaluate.adjudicate import AdjudicationConfig
+from frugalzero.evaluate.match import MatchConfig, play_match
+from frugalzero.evaluate.netplayer import net_configs
+from frugalzero.evaluate.specs import parse_spec
+from frugalzero.nn.checkpoint import save_net
+from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
+from frugalzero.nn.model import PolicyValueNet, architecture
+
+INLINE = "backend=inline&compile=off&precision=fp32"
+SHORT = AdjudicationConfig(max_plies=40)
+
+
+@pytest.fixture(scope="module")
+def net_file(tmp_path_factory):
+    torch.manual_seed(1)
+    path = tmp_path_factory.mktemp("net") / "tiny.safetensors"
+    save_net(PolicyValueNet(architecture("tiny")), path)
+    return path
+
+
+def test_nodes_1_plays_the_raw_policy(net_file):
+    spec = f"net:{net_file}?nodes=1&{INLINE}"
+    result = play_match(spec, "random?seed=5", MatchConfig(games=2, adjudication=SHORT))
+    torch.manual_seed(1)
+    inline = EvaluatorConfig(backend="inline", compile="off", precision="fp32")
+    evaluator = Evaluator(PolicyValueNet(architecture("tiny")), inline)
+    checked = 0
+    for outcome in result.outcomes:
+        board = chess.Board(outcome.opening.root_fen)
+        net_white = outcome.white.startswith("net:")
+        for move, comment in zip(outcome.moves, outcome.comments):
+            if comment != "book" and (board.turn == chess.WHITE) == net_white:
+                inp = net_input_from_board(board)
+                priors = evaluator.evaluate([inp])[0].priors
+                assert move == inp.moves[int(np.argmax(priors))]
+                checked += 1
+            board.push(move)
+    assert checked >= 30
+
+
+def test_concurrent_games_share_the_nets_batches(net_file):
+    spec = f"net:{net_file}?nodes=12&leaves_per_gather=1&{INLINE}"
+    cfg = MatchConfig(games=4, concurrency=4, adjudication=SHORT)
+    result = play_match(spec, "random?seed=2", cfg)
+    assert result.tally.games == 4 and not any(o.failed for o in result.outcomes)
+    stats = result.batching[result.engine_a]
+    # one leaf per tree per batch: more than one leaf a batch means games shared batches
+    assert stats["mean_batch"] > 1.5
+    assert result.summary()["net_batching"] == result.batching
+
+
+def test_net_spec_keys_go_to_search_or_evaluator():
+    search, evaluator = net_configs(parse_spec("net:default?nodes=50&c_init=2.0&backend=inline"), 2)
+    assert search.simulations == 50 and search.c_init == 2.0 and not search.root_noise
+    assert search.temperature == 0.0 and evaluator.backend == "inline"
+    with pytest.raises(UserError, match="unknown key 'cinit'"):
+        net_configs(parse_spec("net:default?cinit=2"), 1)
+    with pytest.raises(UserError, match="c_init"):
+        net_configs(parse_spec("net:default?c_init=fast"), 1)
+
+
+def test_missing_net_file_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="not found"):
+        play_match(f"net:{tmp_path}/none.safetensors?{INLINE}", "random", MatchConfig(games=2))
