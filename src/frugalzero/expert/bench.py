@@ -68,7 +68,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rounds["reference"].append(reference)
             rounds["ratio"].append(pipeline / reference)
             rounds["plies"].append(stats.labels / max(stats.playouts, 1))
-        device = str(explore.evaluator.config.device)
+        device = args.device
+        if device == "auto":
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
         pool_stats = pool.stats()
     return {
         "labels_per_s": round(median(rounds["pipeline"]), 1),

@@ -99,12 +99,13 @@ def _progress(total: int, what: str):
     )
 
 
-def _write_config(out: Path, name: str, config, extra: dict) -> None:
+def _write_config(out: Path, name: str, config, notes: dict) -> None:
+    """The resolved config (loadable with --config), run facts as comments above it."""
     from frugalzero.config import dump_toml, to_dict
     from frugalzero.nn.checkpoint import atomic_write_bytes
 
-    data = {**extra, **to_dict(config)}
-    atomic_write_bytes(out / name, dump_toml(data).encode())
+    head = "".join(f"# {key}: {value}\n" for key, value in notes.items())
+    atomic_write_bytes(out / name, (head + dump_toml(to_dict(config))).encode())
 
 
 def _explore(args: argparse.Namespace) -> int:
@@ -132,8 +133,9 @@ def _explore(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     _write_config(out, "explore.toml", config, {"net": str(net_path), "steps": args.steps})
 
-    start = time.perf_counter()
+    begin = time.perf_counter()
     with EpsExplore(net, config, meta.net_id, openings=openings) as run:
+        start = time.perf_counter()  # rates count labelling, not starting processes
         writer = ShardWriter(out, f"explore-{time.strftime('%Y%m%d-%H%M%S')}")
         try:
             with _progress(args.steps, "explore") as progress:
@@ -156,6 +158,7 @@ def _explore(args: argparse.Namespace) -> int:
         result = {
             "steps": run.explorer.steps,
             **summary(stats, elapsed, run.pool.stats()),
+            "setup_s": round(start - begin, 2),
             "exploration_games": run.explorer.games_started,
             "net": str(net_path),
             "net_id": meta.net_id,
@@ -193,8 +196,9 @@ def _sfgames(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     _write_config(out, "sfgames.toml", config, {"games": args.games})
 
-    start = time.perf_counter()
+    begin = time.perf_counter()
     with StockfishPool(config.engine, config.workers) as pool:
+        start = time.perf_counter()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         shards = ShardWriter(out, f"sfgames-{stamp}")
         pgn = PgnWriter(out, f"sfgames-{stamp}", config.pgn_games_per_file)
@@ -231,6 +235,7 @@ def _sfgames(args: argparse.Namespace) -> int:
             "positions_per_s": base.pop("labels_per_s"),
             "mean_game_plies": base.pop("mean_playout_plies"),
             **{k: v for k, v in base.items() if k != "playouts"},
+            "setup_s": round(start - begin, 2),
             "engine": pool.engine_name,
             "limit": config.engine.describe_limit(),
             "workers": pool.size,

@@ -18,6 +18,7 @@ import chess
 import chess.engine
 
 from frugalzero.errors import UserError
+from frugalzero.expert.values import VALUE_SCALE
 
 
 @dataclass
@@ -44,7 +45,7 @@ class EngineConfig:
     killed and restarted (also bounds the start-up handshake)."""
     retries: int = 3
     """Restarts tried for one position before it is given up (and counted)."""
-    value_scale: float = 250.0
+    value_scale: float = VALUE_SCALE
     """Centipawns at which a label's value is 0.82: v = 2 / (1 + 10^(-cp/scale)) - 1."""
 
     def validate(self) -> None:
@@ -143,7 +144,7 @@ class EngineSession:
         options = {"Hash": self.config.hash_mb, "Threads": self.config.threads}
         options.update(self.config.options)
         try:
-            # setpgrp: Ctrl+C in a terminal reaches us, not the engines; we shut them down.
+            # setpgrp: a Ctrl+C in the terminal reaches us, not the engines; we stop them
             self._transport, self._protocol = await asyncio.wait_for(
                 chess.engine.popen_uci(self.command, setpgrp=True), self.config.timeout_s
             )

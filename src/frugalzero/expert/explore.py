@@ -50,7 +50,7 @@ class ExploreConfig:
     seed: int = 0
     """Seed of the noise and the opening order."""
     device: str = "auto"
-    """Where the network runs: 'auto' (CUDA when present), 'cpu', 'cuda'."""
+    """Where the network runs: 'auto' (CUDA when present), 'cpu', 'cuda' or 'cuda:N'."""
     net_threads: int = 1
     """PyTorch threads of the network on CPU: exploration needs little, the engines need the
     cores."""
@@ -176,12 +176,10 @@ class LabelStats:
     white: int = 0
     draws: int = 0
     black: int = 0
-    plies: list[int] = field(default_factory=list)
 
     def add(self, record: GameRecord) -> None:
         self.playouts += 1
         self.labels += record.positions
-        self.plies.append(record.positions)
         if record.result is None:
             self.unfinished += 1
         elif record.result > 0:
@@ -275,13 +273,12 @@ class EpsExplore:
 
 def summary(stats: LabelStats, elapsed: float, pool_stats: dict[str, int]) -> dict:
     """The numbers a person (or --json) wants after a labelling run."""
-    plies = np.asarray(stats.plies or [0])
     return {
         "playouts": stats.playouts,
         "labels": stats.labels,
         "labels_per_s": round(stats.labels / max(elapsed, 1e-9), 1),
         "playouts_per_s": round(stats.playouts / max(elapsed, 1e-9), 2),
-        "mean_playout_plies": round(float(plies.mean()), 1),
+        "mean_playout_plies": round(stats.labels / max(stats.playouts, 1), 1),
         "wdl": [stats.white, stats.draws, stats.black],
         "unfinished": stats.unfinished,
         "failed": stats.failed,
