@@ -7,6 +7,7 @@ import signal
 import stat
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, wait
 
 import chess
 import pytest
@@ -77,13 +78,13 @@ def test_analyse_labels_positions(stockfish):
 
 
 def test_killed_engines_are_restarted_and_every_position_labelled(stockfish):
-    work = tasks(8)
+    work = tasks(24)
     with StockfishPool(EngineConfig(nodes=30, timeout_s=5), size=2) as pool:
         first = pool.engine_pids()
         futures = [pool.submit(t) for t in work]
-        time.sleep(0.2)
-        os.kill(first[0], signal.SIGKILL)  # mid-labelling
-        time.sleep(0.2)
+        wait(futures, return_when=FIRST_COMPLETED)  # labelling is under way, much is left
+        os.kill(first[0], signal.SIGKILL)
+        time.sleep(0.05)
         os.kill(first[1], signal.SIGKILL)
         records = [f.result(timeout=60) for f in futures]
         stats = pool.stats()
@@ -95,10 +96,10 @@ def test_killed_engines_are_restarted_and_every_position_labelled(stockfish):
 
 
 def test_a_dead_worker_process_is_replaced_and_its_tasks_redone(stockfish):
-    work = tasks(6)
+    work = tasks(16)
     with StockfishPool(EngineConfig(nodes=30), size=2) as pool:
         futures = [pool.submit(t) for t in work]
-        time.sleep(0.2)
+        wait(futures, return_when=FIRST_COMPLETED)
         pool._workers[0].process.kill()
         records = [f.result(timeout=60) for f in futures]
         assert pool.stats()["worker_deaths"] == 1
