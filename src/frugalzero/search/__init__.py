@@ -1,1 +1,43 @@
-"""frugalzero.search."""
+"""Monte-Carlo tree search: what turns a policy-value network into a player and a teacher.
+
+Interfaces (see docs/search.md for the design and measured figures):
+
+* ``SearchConfig`` -- every parameter: simulations, c_init/c_base, first-play urgency, root
+  Dirichlet noise, search-contempt ``nscl``, Gumbel root search (m, c_visit, c_scale), virtual
+  loss, leaves per gather, the temperature schedule, draw rules in search, solver, tree reuse,
+  resignation.
+* ``SearchTree(history, config, rng)`` -- one game's tree, built from a ``GameHistory`` (or a
+  python-chess board with its move stack). ``start(simulations)`` begins a search; ``gather()``
+  returns leaves needing the network (``node.inp`` is their ``NetInput``) and ``apply(node,
+  evaluation)`` expands one -- so callers can step a search batch by batch, until a deadline
+  or a stop flag. Results: ``visits()``, ``policy()`` / ``policy_target()``, ``root_value()``,
+  ``move_q()``, ``best_move()``, ``choose_move(ply)`` (temperature), ``pv()``, ``mate_in()``,
+  ``nodes``, ``max_depth``, ``started`` (simulations of this search). ``advance(move)`` keeps
+  the played move's subtree.
+* ``search(tree, evaluator, simulations, stop)`` -- one tree, two batches in flight.
+* ``Driver(evaluator, groups).run(tasks, stop)`` / ``search_many(trees, evaluator)`` -- many
+  trees against one ``Evaluator``; their leaves go out in one batch per group while the other
+  group's batch is evaluated.
+* ``UniformEvaluator`` -- uniform priors, constant value: tests and a network-free baseline.
+* Pure maths: ``frugalzero.search.puct`` (c(s), FPU, PUCT scores, temperature choice, noise),
+  ``frugalzero.search.gumbel`` (sequential-halving schedule, completed Q, sigma, improved
+  policy), ``frugalzero.search.rules`` (which positions end the game, in search and in play).
+
+Values are always for the side to move at the node they belong to, in [-1, 1].
+"""
+
+from frugalzero.search.config import SearchConfig
+from frugalzero.search.driver import Driver, SearchTask, search, search_many
+from frugalzero.search.tree import Node, SearchTree
+from frugalzero.search.uniform import UniformEvaluator
+
+__all__ = [
+    "Driver",
+    "Node",
+    "SearchConfig",
+    "SearchTask",
+    "SearchTree",
+    "UniformEvaluator",
+    "search",
+    "search_many",
+]

@@ -1,0 +1,96 @@
+"""Every knob of the search, with the papers' defaults."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from frugalzero.errors import UserError
+
+
+@dataclass
+class SearchConfig:
+    """PUCT MCTS (AlphaZero), search-contempt and Gumbel root search; how moves are chosen."""
+
+    simulations: int = 800
+    """Simulations per move (leaf evaluations or terminal visits; the root's own evaluation is
+    not counted). AlphaZero used 800."""
+    c_init: float = 1.25
+    """c(s) = c_init + log((N(s) + c_base + 1) / c_base): exploration at low visit counts."""
+    c_base: float = 19652.0
+    """Visit count over which exploration grows logarithmically (AlphaZero: 19652)."""
+    fpu_mode: Literal["reduction", "absolute"] = "reduction"
+    """First-play urgency, the Q of an unvisited child: 'reduction' = the parent's Q minus
+    fpu_value * sqrt(prior mass of visited children) (Leela's rule), 'absolute' = fpu_value."""
+    fpu_value: float = 0.25
+    """The reduction (fpu_mode 'reduction') or the absolute Q in [-1, 1] ('absolute'; -1 treats
+    unvisited moves as losses, as AlphaZero did)."""
+    root_noise: bool = True
+    """Dirichlet noise on the root priors (self-play); turn off to play matches."""
+    dirichlet_alpha: float = 0.3
+    """Concentration of the root noise (AlphaZero chess: 0.3); drawn over legal moves only."""
+    dirichlet_epsilon: float = 0.25
+    """Share of the noise in the root priors: P = (1 - eps) * p + eps * Dir(alpha)."""
+    nscl: float = math.inf
+    """search-contempt: at the opponent's nodes (odd depth) with more than nscl visits, freeze
+    the visit distribution of their visited children and sample from it; inf = plain PUCT."""
+    gumbel: bool = False
+    """Gumbel root search (Danihelka et al. 2022) instead of PUCT with noise at the root."""
+    gumbel_m: int = 16
+    """Root actions sampled without replacement by Gumbel-top-k (sequential halving over them)."""
+    gumbel_noise: bool = True
+    """Draw Gumbel noise at the root (self-play); off = deterministic, for matches."""
+    c_visit: float = 50.0
+    """sigma(q) = (c_visit + max_b N(b)) * c_scale * q (paper: 50)."""
+    c_scale: float = 1.0
+    """See c_visit (paper: 1.0)."""
+    gumbel_rescale: bool = False
+    """Min-max rescale completed Q over a node's moves before sigma (as DeepMind's mctx does);
+    off = the paper's fixed map of [-1, 1] to [0, 1]."""
+    virtual_loss: float = 1.0
+    """Value subtracted per pending visit, so one tree can gather several different leaves."""
+    leaves_per_gather: int = 1
+    """Leaves one tree contributes to one evaluator batch: 1 when many games share a batch,
+    more (8-32) when a single game must fill the batch alone."""
+    temperature: float = 1.0
+    """Move choice temperature for the opening plies: visits ** (1 / tau) (1 = proportional)."""
+    temperature_plies: int = 30
+    """Plies (from the start of the game) played at ``temperature``; AlphaZero: 30."""
+    final_temperature: float = 0.0
+    """Temperature after that; 0 = the most-visited move."""
+    draw_repetitions: int = 3
+    """Occurrences of a position that end the game in search as a draw: 3 = threefold (the
+    claimable draw), 2 = any repetition (Leela's shortcut)."""
+    fifty_move_draw: bool = True
+    """A position with 100 plies without capture or pawn move is a draw in search (claimable)."""
+    solver: bool = True
+    """Propagate proven wins and losses (MCTS-solver) so a found mate is played."""
+    reuse_tree: bool = True
+    """Keep the subtree of the move played for the next search."""
+    resign_threshold: float = -0.95
+    """Resign when the root value (side to move) and the best move's Q are below this; -1 or
+    lower never resigns."""
+    resign_plies: int = 2
+    """Consecutive own moves below the threshold before resigning."""
+    resign_disabled_share: float = 0.1
+    """Share of self-play games that never resign, to measure false resignations."""
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.simulations >= 1, "simulations must be at least 1"),
+            (self.c_base > 0, "c_base must be positive"),
+            (self.dirichlet_alpha > 0, "dirichlet_alpha must be positive"),
+            (0 <= self.dirichlet_epsilon <= 1, "dirichlet_epsilon must be in [0, 1]"),
+            (self.nscl >= 0, "nscl must be >= 0 (inf = off)"),
+            (self.gumbel_m >= 1, "gumbel_m must be at least 1"),
+            (self.leaves_per_gather >= 1, "leaves_per_gather must be at least 1"),
+            (self.virtual_loss >= 0, "virtual_loss must be >= 0"),
+            (self.temperature >= 0 and self.final_temperature >= 0, "temperatures must be >= 0"),
+            (self.draw_repetitions in (2, 3), "draw_repetitions must be 2 or 3"),
+            (0 <= self.resign_disabled_share <= 1, "resign_disabled_share must be in [0, 1]"),
+            (self.fpu_mode in ("reduction", "absolute"), "fpu_mode: 'reduction' or 'absolute'"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UserError(f"search config: {message}")

@@ -1,0 +1,141 @@
+"""Running searches against an evaluator: one tree, or many trees sharing batches.
+
+With the process backend the network runs in another process, so the caller should always have
+a batch in flight while it works. The driver splits its trees into ``groups`` (2 by default):
+it collects group A's evaluations, expands and backs them up, walks A's trees down to new leaves
+and submits them, then does the same for B while A's batch is being evaluated, and so on. The
+network waits only when the Python side is the slower one.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from frugalzero.search.tree import Node, SearchTree
+
+
+class Evaluates(Protocol):
+    """What the search needs from an evaluator (``frugalzero.nn.evaluator.Evaluator`` has it):
+    ``submit(net_inputs)`` returning a handle whose ``result()`` gives objects with ``priors``
+    (over the input's legal moves) and ``value`` (for the side to move)."""
+
+    def submit(self, positions: Sequence) -> object: ...
+
+
+class SearchTask(Protocol):
+    """A slot of the driver: its current tree, and what to do when that tree's search is done
+    (play the move and start the next search, start a new game, ...). Returning False retires
+    the slot."""
+
+    tree: SearchTree
+
+    def on_search_done(self) -> bool: ...
+
+
+class _OneSearch:
+    def __init__(self, tree: SearchTree) -> None:
+        self.tree = tree
+
+    def on_search_done(self) -> bool:
+        return False
+
+
+def search(
+    tree: SearchTree,
+    evaluator: Evaluates,
+    simulations: int | None = None,
+    stop: Callable[[], bool] | None = None,
+    in_flight: int = 2,
+    on_batch: Callable[[SearchTree], None] | None = None,
+) -> SearchTree:
+    """Run one search on one tree: ``simulations`` (None = the config's; 0 = until ``stop``
+    returns True), keeping up to ``in_flight`` batches of ``leaves_per_gather`` leaves in
+    flight (virtual loss keeps them apart). ``on_batch`` is called after each applied batch
+    (progress output, time checks)."""
+    tree.start(simulations)
+    queue: deque = deque()
+    while True:
+        stopping = stop is not None and stop()
+        leaves: list[Node] = []
+        if not stopping:
+            leaves = tree.gather()
+            if leaves:
+                queue.append((evaluator.submit([leaf.inp for leaf in leaves]), leaves))
+        if not queue:
+            if stopping or tree.finished:
+                return tree
+            continue
+        if len(queue) >= in_flight or stopping or not leaves:
+            handle, batch = queue.popleft()
+            for node, evaluation in zip(batch, handle.result()):
+                tree.apply(node, evaluation)
+            if on_batch is not None:
+                on_batch(tree)
+
+
+def search_many(
+    trees: Sequence[SearchTree],
+    evaluator: Evaluates,
+    simulations: int | None = None,
+    stop: Callable[[], bool] | None = None,
+    groups: int = 2,
+) -> None:
+    """One search on each of many trees, their leaves batched together."""
+    for tree in trees:
+        tree.start(simulations)
+    Driver(evaluator, groups).run([_OneSearch(tree) for tree in trees], stop)
+
+
+class Driver:
+    """Runs many search tasks against one evaluator, gathering their leaves into batches."""
+
+    def __init__(self, evaluator: Evaluates, groups: int = 2) -> None:
+        self.evaluator = evaluator
+        self.groups = max(1, groups)
+        self.batches = 0
+        self.leaves = 0
+
+    def run(self, tasks: Sequence[SearchTask], stop: Callable[[], bool] | None = None) -> None:
+        """Until every task retires (or ``stop()`` turns True: then the batches in flight are
+        applied and the trees keep their unfinished searches, to be resumed by another run)."""
+        count = min(self.groups, max(1, len(tasks)))
+        groups = [list(tasks[g::count]) for g in range(count)]
+        pending: list[tuple[object, list[tuple[SearchTree, Node]]] | None] = [None] * count
+        evaluator = self.evaluator
+        while True:
+            stopping = stop is not None and stop()
+            for g in range(count):
+                slot = pending[g]
+                if slot is not None:
+                    pending[g] = None
+                    handle, leaves = slot
+                    for (tree, node), evaluation in zip(leaves, handle.result()):  # type: ignore[attr-defined]
+                        tree.apply(node, evaluation)
+                if stopping:
+                    continue
+                inputs = []
+                leaves = []
+                alive = []
+                for task in groups[g]:
+                    tree = task.tree
+                    retired = False
+                    while tree.finished:
+                        if not task.on_search_done():
+                            retired = True
+                            break
+                        tree = task.tree
+                    if retired:
+                        continue
+                    alive.append(task)
+                    for node in tree.gather():
+                        inputs.append(node.inp)
+                        leaves.append((tree, node))
+                groups[g] = alive
+                if inputs:
+                    pending[g] = (evaluator.submit(inputs), leaves)
+                    self.batches += 1
+                    self.leaves += len(inputs)
+            if all(p is None for p in pending) and (stopping or not any(groups)):
+                return

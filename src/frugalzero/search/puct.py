@@ -1,0 +1,80 @@
+"""PUCT maths as pure functions: exploration constant, first-play urgency, move choice, noise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def c_puct(visits: float, c_init: float, c_base: float) -> float:
+    """AlphaZero's exploration rate c(s) = c_init + log((N(s) + c_base + 1) / c_base)."""
+    return c_init + math.log((visits + c_base + 1.0) / c_base)
+
+
+def fpu_value(mode: str, value: float, parent_q: float, visited_prior: float) -> float:
+    """Q given to unvisited children: an absolute value, or the parent's Q minus a reduction
+    that grows with the prior mass already explored (so a node whose likely moves have been
+    tried looks at the rest with more suspicion)."""
+    if mode == "absolute":
+        return value
+    return parent_q - value * math.sqrt(max(visited_prior, 0.0))
+
+
+def puct_scores(
+    priors: np.ndarray,
+    visits: np.ndarray,
+    q: np.ndarray,
+    parent_visits: float,
+    c_init: float,
+    c_base: float,
+    fpu: float,
+) -> np.ndarray:
+    """Q(s,a) + U(s,a) for every child; unvisited children use ``fpu`` as their Q.
+
+    U(s,a) = c(s) * P(s,a) * sqrt(N(s)) / (1 + N(s,a)). The search inlines the same
+    expression (in the same operation order, so results are bit-identical).
+    """
+    cs = c_puct(parent_visits, c_init, c_base) * math.sqrt(parent_visits)
+    scores = priors * cs / (visits + 1.0)
+    scores += np.where(visits > 0, q, fpu)
+    return scores
+
+
+def temperature_for_ply(ply: int, temperature: float, plies: int, final: float) -> float:
+    """The move-choice temperature of a given ply (AlphaZero: 1 for 30 plies, then 0)."""
+    return temperature if ply < plies else final
+
+
+def choose_by_visits(
+    visits: np.ndarray,
+    temperature: float,
+    rng: np.random.Generator | None,
+    tiebreak: np.ndarray | None = None,
+) -> int:
+    """Index of the chosen child: sampled from visits ** (1 / tau), or the most visited at
+    tau = 0 (ties broken by ``tiebreak``, e.g. Q, then by order)."""
+    visits = np.asarray(visits, dtype=np.float64)
+    if len(visits) == 0:
+        raise ValueError("no moves to choose from")
+    if temperature <= 0 or rng is None or visits.sum() <= 0:
+        best = visits.max()
+        candidates = np.flatnonzero(visits == best)
+        if tiebreak is not None and len(candidates) > 1:
+            return int(candidates[np.argmax(tiebreak[candidates])])
+        return int(candidates[0])
+    # visits ** (1 / tau), computed in log space so small tau cannot overflow
+    with np.errstate(divide="ignore"):
+        logits = np.log(visits) / temperature
+    logits -= logits.max()
+    probs = np.exp(logits)
+    probs /= probs.sum()
+    return int(rng.choice(len(probs), p=probs))
+
+
+def dirichlet_mix(
+    priors: np.ndarray, alpha: float, epsilon: float, rng: np.random.Generator
+) -> np.ndarray:
+    """(1 - eps) * P + eps * Dir(alpha), over exactly the entries of ``priors`` (legal moves)."""
+    noise = rng.dirichlet(np.full(len(priors), alpha))
+    return (1.0 - epsilon) * priors + epsilon * noise

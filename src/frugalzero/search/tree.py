@@ -1,0 +1,677 @@
+"""One game's search tree: PUCT MCTS with virtual loss, search-contempt, Gumbel root search, an
+MCTS-solver for proven results, and reuse of the subtree of the move played.
+
+The tree never calls the network itself. ``gather`` walks down to leaves and returns those that
+need an evaluation (each with its ``NetInput``); ``apply`` expands a leaf with the evaluation
+and backs its value up. Terminal leaves and proven nodes are backed up inside ``gather`` at no
+network cost. A driver (``frugalzero.search.driver``) batches the leaves of many trees into one
+evaluator call, which is what keeps a 2-core machine busy.
+
+Edge statistics live in NumPy arrays on the parent (priors P, visits N, value sums W and means Q
+from the parent's side-to-move view), so selection is a handful of vectorised operations per
+node. Each node keeps its board, its 104-byte frame and its repetition count, so a leaf's
+input is built from the tree without replaying the game.
+"""
+
+from __future__ import annotations
+
+import math
+
+import chess
+import numpy as np
+
+from frugalzero.chess.encoding import board_frame, board_meta
+from frugalzero.chess.history import GameHistory, NetInput, pad_frames, position_key
+from frugalzero.chess.moves import moves_to_indices
+from frugalzero.search import gumbel as gm
+from frugalzero.search.config import SearchConfig
+from frugalzero.search.puct import (
+    choose_by_visits,
+    dirichlet_mix,
+    temperature_for_ply,
+)
+from frugalzero.search.rules import leaf_status
+
+NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
+_NEG_INF = -math.inf
+
+
+class Node:
+    """A position in the tree. Edge arrays are indexed like ``moves`` (legal moves only)."""
+
+    __slots__ = (
+        "board",
+        "parent",
+        "slot",
+        "key",
+        "frame",
+        "reps",
+        "state",
+        "moves",
+        "indices",
+        "P",
+        "raw",
+        "N",
+        "W",
+        "Q",
+        "children",
+        "n",
+        "w",
+        "value",
+        "visited_p",
+        "proven",
+        "plies",
+        "block",
+        "frozen",
+        "frozen_base",
+        "frozen_gen",
+        "logits",
+        "ending",
+        "inp",
+    )
+
+    def __init__(self, board: chess.Board, parent: Node | None, slot: int) -> None:
+        self.board = board
+        self.parent = parent
+        self.slot = slot
+        self.state = NEW
+        self.n = 0  # simulations through this node, its own evaluation included
+        self.w = 0.0  # sum of their values, this node's side-to-move view
+        self.value = 0.0  # the network's (or the terminal) value
+        self.proven = 0  # +1 proven win / -1 proven loss for the side to move here
+        self.plies = 0  # plies to the end of the game when proven
+        self.block = None  # -inf at children proven to lose for this side (or None)
+        self.frozen = None  # search-contempt: cumulative frozen distribution
+        self.frozen_base = None
+        self.frozen_gen = -1
+        self.logits = None
+        self.ending = None
+        self.inp = None
+        self.children = None
+
+    @property
+    def q(self) -> float:
+        """Mean value of this node for its side to move (proven nodes: exactly +-1)."""
+        if self.proven:
+            return float(self.proven)
+        return self.w / self.n if self.n else self.value
+
+
+class SearchTree:
+    """Search state of one game; ``advance(move)`` keeps the played move's subtree."""
+
+    def __init__(
+        self,
+        history: GameHistory | chess.Board | None = None,
+        config: SearchConfig | None = None,
+        rng: np.random.Generator | None = None,
+        seed: int | None = None,
+    ) -> None:
+        if history is None or isinstance(history, chess.Board):
+            history = _history_of(history or chess.Board())
+        self.config = config or SearchConfig()
+        self.rng = rng if rng is not None else np.random.default_rng(seed)
+        self.history = history.copy()
+        self.generation = 0  # one per search: frozen distributions belong to one search
+        self.target: float = 0  # simulations of the current search
+        self.started = 0  # simulations begun in the current search
+        self.in_flight = 0  # leaves handed out and not yet applied
+        self.nodes = 0  # nodes created by this tree
+        self.max_depth = 0  # deepest leaf of the current search
+        self._prepared = False
+        self._gumbel: _GumbelRoot | None = None
+        self._new_root(None)
+
+    # -- public API ---------------------------------------------------------------------------
+    @property
+    def board(self) -> chess.Board:
+        """The root position (with the game's move stack)."""
+        return self.history.board
+
+    def start(self, simulations: int | None = None) -> None:
+        """Begin a search of ``simulations`` more simulations (None: the config's; 0 or
+        ``math.inf``: until stopped) from the current root."""
+        if self.in_flight:
+            raise RuntimeError("start() while leaves are still being evaluated")
+        if simulations is None:
+            simulations = self.config.simulations
+        self.target = math.inf if simulations in (0, math.inf) else int(simulations)
+        self.started = 0
+        self.max_depth = 0
+        self.generation += 1
+        self._prepared = False
+        self._gumbel = None
+
+    @property
+    def finished(self) -> bool:
+        """True when the current search is complete (budget spent, or root proven or over)."""
+        if self.in_flight:
+            return False
+        root = self.root
+        if root.state == TERMINAL or (root.proven and root.state == EXPANDED):
+            return True
+        return root.state == EXPANDED and self.started >= self.target
+
+    def gather(self, limit: int | None = None) -> list[Node]:
+        """Walk to at most ``limit`` leaves (default ``leaves_per_gather``) that need the
+        network; each returned node has its input in ``node.inp``. Terminal and proven leaves
+        are backed up right here."""
+        limit = limit or self.config.leaves_per_gather
+        root = self.root
+        if root.state != EXPANDED:
+            if root.state == NEW:
+                root.state = PENDING
+                self.in_flight += 1
+                return [root]
+            return []
+        if not self._prepared:
+            self._prepare_root()
+        out: list[Node] = []
+        while len(out) < limit and self.started < self.target and not root.proven:
+            leaf = self._descend()
+            if leaf is None:  # a pending leaf was hit again: wait for the batch
+                break
+            if leaf.state == PENDING:
+                out.append(leaf)
+        self.in_flight += len(out)
+        return out
+
+    def apply(self, node: Node, evaluation) -> None:
+        """Expand ``node`` with the network's priors and value, then back the value up."""
+        self.in_flight -= 1
+        node.inp = None
+        priors = np.asarray(evaluation.priors, dtype=np.float64)
+        n = len(priors)
+        node.P = node.raw = priors
+        node.N = np.zeros(n)
+        node.W = np.zeros(n)
+        node.Q = np.zeros(n)
+        node.children = [None] * n
+        node.visited_p = 0.0
+        node.value = value = float(evaluation.value)
+        node.state = EXPANDED
+        if node is self.root:
+            node.n = 1
+            node.w = value
+            return
+        self._backup(node, value)
+
+    def advance(self, move: chess.Move) -> None:
+        """Play ``move``: keep its subtree (``reuse_tree``) and make it the root."""
+        if self.in_flight:
+            raise RuntimeError("advance() while leaves are still being evaluated")
+        root = self.root
+        child = None
+        if root.state == EXPANDED and self.config.reuse_tree:
+            try:
+                child = root.children[root.moves.index(move)]
+            except ValueError:
+                raise ValueError(f"illegal move {move.uci()} in {self.board.fen()}") from None
+        elif not self.board.is_legal(move):
+            raise ValueError(f"illegal move {move.uci()} in {self.board.fen()}")
+        self.history.push(move)
+        if child is not None and child.state == EXPANDED:
+            self._new_root(child)
+        else:
+            self._new_root(None)
+        self.target = self.started = 0
+
+    def visits(self) -> tuple[list[chess.Move], np.ndarray]:
+        """Root moves and their visit counts (all visits, reused ones included)."""
+        root = self.root
+        if root.state != EXPANDED:
+            return [], np.zeros(0)
+        return list(root.moves), root.N.copy()
+
+    def policy(self) -> tuple[list[chess.Move], np.ndarray]:
+        """The policy target: root visit distribution, or Gumbel's improved policy."""
+        root = self.root
+        if root.state != EXPANDED:
+            return [], np.zeros(0)
+        if self.config.gumbel:
+            return list(root.moves), self._improved_policy(root)
+        total = root.N.sum()
+        if total <= 0:
+            return list(root.moves), root.P.copy()
+        return list(root.moves), root.N / total
+
+    def policy_target(self) -> tuple[np.ndarray, np.ndarray]:
+        """The policy as a training target: 4672-indices (side to move's view) of the moves with
+        probability > 0, and their probabilities (float32, summing to 1)."""
+        _, probs = self.policy()
+        keep = probs > 0
+        indices = self.root.indices[keep].astype(np.int64)
+        kept = probs[keep].astype(np.float32)
+        return indices, kept / kept.sum(dtype=np.float32)
+
+    def root_value(self) -> float:
+        """Search value of the root for its side to move, in [-1, 1]."""
+        return self.root.q
+
+    def move_q(self) -> tuple[list[chess.Move], np.ndarray]:
+        """Q of every root move from the root's side-to-move view (NaN where unvisited)."""
+        root = self.root
+        if root.state != EXPANDED:
+            return [], np.zeros(0)
+        q = np.where(root.N > 0, root.Q, np.nan)
+        for slot, child in enumerate(root.children):
+            if child is not None and child.proven:
+                q[slot] = -child.proven
+        return list(root.moves), q
+
+    def mate_in(self) -> int | None:
+        """Plies to mate when the root is proven: positive = we mate, negative = we are mated."""
+        root = self.root
+        if root.state == TERMINAL:
+            return None
+        return root.proven * root.plies if root.proven else None
+
+    def best_move(self) -> chess.Move | None:
+        """The strongest move for play: proven wins first (fastest mate), then Gumbel's choice
+        or the most visited (ties: higher Q); never a proven loss if anything else exists."""
+        slot = self._best_slot()
+        return None if slot is None else self.root.moves[slot]
+
+    def choose_move(self, ply: int | None = None) -> chess.Move | None:
+        """The move to play in self-play: temperature sampling over visits for the opening plies
+        (``ply`` counted from the game's start), else ``best_move``. Gumbel plays the action
+        sequential halving selected (its noise already made the choice stochastic)."""
+        root = self.root
+        if root.state != EXPANDED:
+            return None
+        cfg = self.config
+        if ply is None:
+            ply = len(self.history.board.move_stack)
+        tau = temperature_for_ply(
+            ply, cfg.temperature, cfg.temperature_plies, cfg.final_temperature
+        )
+        if cfg.gumbel or root.proven or tau <= 0:
+            return self.best_move()
+        visits = root.N.copy()
+        if root.block is not None and np.isfinite(root.block).any():
+            visits[~np.isfinite(root.block)] = 0.0  # never sample a move proven to lose
+        return root.moves[choose_by_visits(visits, tau, self.rng)]
+
+    def pv(self, limit: int = 64) -> list[chess.Move]:
+        """Principal variation: proven-best or most-visited child, down the tree."""
+        line: list[chess.Move] = []
+        node = self.root
+        while node.state == EXPANDED and len(line) < limit:
+            slot = _best_child(node)
+            if slot is None:
+                break
+            line.append(node.moves[slot])
+            node = node.children[slot]
+            if node is None:
+                break
+        return line
+
+    # -- internals ----------------------------------------------------------------------------
+    def _new_root(self, node: Node | None) -> None:
+        history = self.history
+        before = history.frames()  # newest first: the root's frame, then earlier positions
+        self._pre_root = before[1:]
+        if node is None:
+            board = history.board.copy(stack=False)
+            node = Node(board, None, -1)
+            node.key = position_key(board)
+            node.reps = history.repetitions
+            node.frame = before[0]
+            self.nodes += 1
+            moves = list(board.legal_moves)  # only mate and stalemate leave nothing to search
+            if not moves:
+                node.state = TERMINAL
+                node.ending = "checkmate" if board.is_check() else "stalemate"
+                node.value = -1.0 if board.is_check() else 0.0
+            else:
+                node.moves = moves
+                node.indices = moves_to_indices(moves, board.turn)
+                node.inp = NetInput(pad_frames(before), board_meta(board), moves, node.indices)
+        else:
+            node.parent = None
+            node.slot = -1
+            node.P = node.raw
+            node.visited_p = float(node.P[node.N > 0].sum())
+        self.root = node
+
+    def _prepare_root(self) -> None:
+        """Per-search root setup: fresh Dirichlet noise or Gumbel sampling."""
+        self._prepared = True
+        cfg, root = self.config, self.root
+        root.P = root.raw
+        if cfg.gumbel:
+            self._gumbel = _GumbelRoot(root, cfg, self.rng, self.target)
+        elif cfg.root_noise and len(root.moves) > 1:
+            root.P = dirichlet_mix(root.raw, cfg.dirichlet_alpha, cfg.dirichlet_epsilon, self.rng)
+        root.visited_p = float(root.P[root.N > 0].sum())
+
+    def _descend(self) -> Node | None:
+        """One simulation's walk down. Returns the new leaf (PENDING), a node already backed up
+        (terminal or proven), or None on hitting a leaf that is still being evaluated."""
+        cfg = self.config
+        root = self.root
+        node = root
+        depth = 0
+        vl = cfg.virtual_loss
+        nscl = cfg.nscl
+        gumbel = cfg.gumbel
+        c_init, c_base = cfg.c_init, cfg.c_base
+        absolute = cfg.fpu_mode == "absolute"
+        fpu_value = cfg.fpu_value
+        while True:
+            state = node.state
+            if state != EXPANDED or (node.proven and node is not root):
+                if state == PENDING:
+                    self._undo(node)
+                    return None
+                self.started += 1
+                self._backup(node, node.value if state == TERMINAL else float(node.proven))
+                return node
+            N = node.N
+            if depth & 1 and node.n > nscl and self._frozen_ready(node):
+                total = node.frozen[-1]
+                slot = int(np.searchsorted(node.frozen, self.rng.random() * total, "right"))
+            elif gumbel:
+                if node is root:
+                    slot = self._gumbel.select(root, cfg)
+                else:
+                    slot = self._gumbel_interior(node, cfg)
+            else:
+                n = node.n
+                cs = (c_init + math.log((n + c_base + 1.0) / c_base)) * math.sqrt(n)
+                if absolute:
+                    fpu = fpu_value
+                else:
+                    fpu = node.w / n - fpu_value * math.sqrt(node.visited_p)
+                scores = node.P * cs / (N + 1.0)
+                scores += np.where(N > 0, node.Q, fpu)
+                if node.block is not None:
+                    scores += node.block
+                slot = int(scores.argmax())
+            # virtual visit: counts at once, the value when the evaluation comes back
+            if N[slot] == 0:
+                node.visited_p += node.P[slot]
+            n_edge = N[slot] + 1.0
+            N[slot] = n_edge
+            w_edge = node.W[slot] - vl
+            node.W[slot] = w_edge
+            node.Q[slot] = w_edge / n_edge
+            node.n += 1
+            child = node.children[slot]
+            depth += 1
+            if child is None:
+                child = self._make_child(node, slot)
+                node.children[slot] = child
+                if depth > self.max_depth:
+                    self.max_depth = depth
+                self.started += 1
+                if child.state == TERMINAL:
+                    self._backup(child, child.value)
+                return child
+            node = child
+
+    def _make_child(self, parent: Node, slot: int) -> Node:
+        cfg = self.config
+        board = parent.board.copy(stack=False)
+        board.push(parent.moves[slot])
+        node = Node(board, parent, slot)
+        self.nodes += 1
+        key = position_key(board)
+        node.key = key
+        reps = 0
+        clock = board.halfmove_clock
+        if clock >= 4:  # a repetition needs at least four reversible plies
+            reps = self.history.count(key)
+            root = self.root
+            anc = parent.parent
+            distance = 2
+            while anc is not None and anc is not root and distance <= clock:
+                if anc.key == key:
+                    reps += 1
+                grand = anc.parent
+                anc = grand.parent if grand is not None and grand is not root else None
+                distance += 2
+        node.reps = reps
+        frame = board_frame(board, reps)
+        node.frame = frame
+        ending, value, moves = leaf_status(board, reps, cfg.draw_repetitions, cfg.fifty_move_draw)
+        if ending is not None:
+            node.state = TERMINAL
+            node.ending = ending
+            node.value = value
+            if value < 0 and cfg.solver:
+                node.proven = -1
+            return node
+        node.state = PENDING
+        node.moves = moves
+        indices = moves_to_indices(moves, board.turn)
+        node.indices = indices
+        frames = [frame]
+        anc = parent
+        while anc is not None and len(frames) < 8:
+            frames.append(anc.frame)
+            anc = anc.parent
+        if len(frames) < 8:
+            frames.extend(self._pre_root[: 8 - len(frames)])
+        node.inp = NetInput(pad_frames(frames), board_meta(board), moves, indices)
+        return node
+
+    def _backup(self, node: Node, value: float) -> None:
+        """Back ``value`` (for the side to move at ``node``) up to the root, flipping the sign
+        every ply, replacing the virtual loss, and propagating proofs."""
+        vl = self.config.virtual_loss
+        solver = self.config.solver
+        node.n += 1
+        node.w += value
+        proof = solver and node.proven != 0
+        child = node
+        parent = node.parent
+        while parent is not None:
+            value = -value
+            slot = child.slot
+            w_edge = parent.W[slot] + value + vl
+            parent.W[slot] = w_edge
+            parent.Q[slot] = w_edge / parent.N[slot]
+            if proof:
+                proof = _update_proof(parent, slot, child)
+                if proof:
+                    value = float(parent.proven)
+            parent.w += value
+            child = parent
+            parent = parent.parent
+
+    def _undo(self, leaf: Node) -> None:
+        """Take back the virtual visits of a walk that ended at a pending leaf."""
+        vl = self.config.virtual_loss
+        child = leaf
+        parent = leaf.parent
+        gumbel = self._gumbel
+        while parent is not None:
+            slot = child.slot
+            n_edge = parent.N[slot] - 1.0
+            parent.N[slot] = n_edge
+            w_edge = parent.W[slot] + vl
+            parent.W[slot] = w_edge
+            parent.Q[slot] = w_edge / n_edge if n_edge > 0 else 0.0
+            if n_edge == 0:
+                parent.visited_p -= parent.P[slot]
+            parent.n -= 1
+            if parent is self.root and gumbel is not None:
+                gumbel.unselect(slot)
+            child = parent
+            parent = parent.parent
+
+    def _frozen_ready(self, node: Node) -> bool:
+        """search-contempt: freeze the node's visited-children distribution once per search."""
+        if node.frozen_gen == self.generation:
+            return True
+        base = node.N.copy()
+        total = base.sum()
+        if total <= 0:
+            return False
+        node.frozen_base = base
+        node.frozen = np.cumsum(base)
+        node.frozen_gen = self.generation
+        return True
+
+    def _gumbel_interior(self, node: Node, cfg: SearchConfig) -> int:
+        if node.logits is None:
+            node.logits = gm.logits_from_priors(node.raw)
+        pi = gm.improved_policy(
+            node.logits,
+            node.value,
+            node.raw,
+            node.N,
+            node.Q,
+            cfg.c_visit,
+            cfg.c_scale,
+            cfg.gumbel_rescale,
+        )
+        scores = pi - node.N / (1.0 + node.N.sum())
+        if node.block is not None:
+            scores += node.block
+        return int(scores.argmax())
+
+    def _improved_policy(self, node: Node) -> np.ndarray:
+        cfg = self.config
+        if node.logits is None:
+            node.logits = gm.logits_from_priors(node.raw)
+        return gm.improved_policy(
+            node.logits,
+            node.value,
+            node.raw,
+            node.N,
+            node.Q,
+            cfg.c_visit,
+            cfg.c_scale,
+            cfg.gumbel_rescale,
+        )
+
+    def _best_slot(self) -> int | None:
+        root = self.root
+        if root.state != EXPANDED:
+            return None
+        winning = _winning_slot(root)
+        if winning is not None:
+            return winning
+        if self._gumbel is not None and self.started > 0:
+            return self._gumbel.final(root, self.config)
+        return _best_child(root)
+
+
+class _GumbelRoot:
+    """Per-search Gumbel state of the root: noise, the top-m actions, the halving schedule."""
+
+    def __init__(
+        self, root: Node, cfg: SearchConfig, rng: np.random.Generator, budget: float
+    ) -> None:
+        n = len(root.moves)
+        if root.logits is None:
+            root.logits = gm.logits_from_priors(root.raw)
+        self.g = rng.gumbel(size=n) if cfg.gumbel_noise else np.zeros(n)
+        self.m = min(cfg.gumbel_m, n)
+        self.base = self.g + root.logits
+        self.considered = np.zeros(n, dtype=bool)
+        self.considered[gm.top_k(self.base, self.m)] = True
+        sims = int(budget) if math.isfinite(budget) else cfg.simulations
+        self.schedule = gm.considered_visits(self.m, max(sims, 1))
+        self.counts = np.zeros(n)  # visits in this search
+        self.k = 0
+
+    def scores(self, root: Node, cfg: SearchConfig) -> np.ndarray:
+        q_hat = gm.completed_q(root.value, root.raw, root.N, root.Q, cfg.gumbel_rescale)
+        scores = self.base + gm.sigma(q_hat, float(root.N.max()), cfg.c_visit, cfg.c_scale)
+        scores[~self.considered] = _NEG_INF
+        if root.block is not None:
+            blocked = scores + root.block
+            if np.isfinite(blocked).any():
+                scores = blocked
+        return scores
+
+    def select(self, root: Node, cfg: SearchConfig) -> int:
+        scores = self.scores(root, cfg)
+        if self.k < len(self.schedule):
+            wanted = self.schedule[self.k]
+        else:  # past the budget (an unbounded search): keep halving between the best two
+            best_two = np.argsort(-scores)[:2]
+            wanted = self.counts[best_two].min()
+        mask = (self.counts == wanted) & np.isfinite(scores)
+        if not mask.any():
+            finite = np.isfinite(scores)
+            mask = finite & (self.counts == self.counts[finite].min())
+        slot = int(np.where(mask, scores, _NEG_INF).argmax())
+        self.counts[slot] += 1
+        self.k += 1
+        return slot
+
+    def unselect(self, slot: int) -> None:
+        self.counts[slot] -= 1
+        self.k -= 1
+
+    def final(self, root: Node, cfg: SearchConfig) -> int:
+        """The action sequential halving chose: best score among the most visited considered."""
+        scores = self.scores(root, cfg)
+        finite = np.isfinite(scores)
+        most = self.counts[finite].max()
+        return int(np.where(finite & (self.counts == most), scores, _NEG_INF).argmax())
+
+
+def _update_proof(parent: Node, slot: int, child: Node) -> bool:
+    """MCTS-solver step after ``child`` (at ``slot``) got proven; True if ``parent`` now is."""
+    if parent.proven:
+        return False
+    if child.proven < 0:  # the move mates / wins: the parent is won
+        parent.proven = 1
+        parent.plies = child.plies + 1
+        return True
+    if parent.block is None:
+        parent.block = np.zeros(len(parent.moves))
+    parent.block[slot] = _NEG_INF
+    children = parent.children
+    if all(c is not None and c.proven > 0 for c in children):
+        parent.proven = -1
+        parent.plies = max(c.plies for c in children) + 1
+        return True
+    return False
+
+
+def _winning_slot(node: Node) -> int | None:
+    """The proven win with the fewest plies, if the node is proven won."""
+    if node.proven <= 0 or node.children is None:
+        return None
+    best, best_plies = None, math.inf
+    for slot, child in enumerate(node.children):
+        if child is not None and child.proven < 0 and child.plies < best_plies:
+            best, best_plies = slot, child.plies
+    return best
+
+
+def _best_child(node: Node) -> int | None:
+    """Most visited child (ties: higher Q), proven wins first, proven losses last (and the
+    longest of them when everything loses)."""
+    if node.children is None or not len(node.moves):
+        return None
+    winning = _winning_slot(node)
+    if winning is not None:
+        return winning
+    visits = node.N
+    if node.block is not None and np.isfinite(node.block).any():
+        visits = np.where(np.isfinite(node.block), visits, -1.0)
+    elif node.proven < 0:  # every move loses: resist longest
+        plies = [c.plies if c is not None else -1 for c in node.children]
+        return int(np.argmax(plies))
+    best = visits.max()
+    if best <= 0:
+        return int(np.argmax(node.P)) if node.P is not None else 0
+    candidates = np.flatnonzero(visits == best)
+    if len(candidates) == 1:
+        return int(candidates[0])
+    return int(candidates[np.argmax(node.Q[candidates])])
+
+
+def _history_of(board: chess.Board) -> GameHistory:
+    """A GameHistory with ``board``'s whole move stack (for its history planes)."""
+    history = GameHistory(board.root())
+    for move in board.move_stack:
+        history.push(move)
+    return history

@@ -1,0 +1,128 @@
+"""``frugalzero selfplay``: play games with a network and write them as training shards."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "selfplay",
+        help="play self-play games and write training records",
+        description="Self-play with PUCT MCTS (optionally search-contempt or Gumbel root "
+        "search); many games at once share network batches. Writes shards of GameRecords, the "
+        "resolved config and the statistics to --out.",
+    )
+    parser.add_argument("--net", required=True, help="network file, or 'default' (shipped net)")
+    parser.add_argument("--games", type=int, help="games to play (config: games)")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--sims", type=int, help="simulations per move (search.simulations)")
+    parser.add_argument("--nscl", type=float, help="search-contempt N_scl (inf = off)")
+    parser.add_argument("--gumbel", action="store_true", help="Gumbel root search")
+    parser.add_argument("--openings", help="EPD or PGN opening book")
+    parser.add_argument("--odds", choices=["queen", "rook", "knight"], help="odds chess")
+    parser.add_argument(
+        "--odds-giver", choices=["both", "white", "black"], help="who gives the odds"
+    )
+    parser.add_argument("--concurrent", type=int, help="games at once per worker")
+    parser.add_argument("--workers", type=int, help="worker processes (0 = one per 2 cores)")
+    parser.add_argument("--seed", type=int, help="random seed")
+    parser.add_argument("--config", help="preset name or TOML file (a [selfplay]-less table)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=_selfplay)
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
+    flags = {
+        "games": args.games,
+        "search.simulations": args.sims,
+        "search.nscl": args.nscl,
+        "search.gumbel": True if args.gumbel else None,
+        "openings": args.openings,
+        "odds": args.odds,
+        "odds_giver": args.odds_giver,
+        "concurrent": args.concurrent,
+        "workers": args.workers,
+        "seed": args.seed,
+    }
+    out = list(args.set)
+    for key, value in flags.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, str):
+            text = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        elif isinstance(value, float) and value == float("inf"):
+            text = "inf"
+        else:
+            text = repr(value)
+        out.append(f"{key}={text}")
+    return out
+
+
+def _selfplay(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from frugalzero.config import dump_toml, load_config, to_dict
+    from frugalzero.data.shards import ShardWriter
+    from frugalzero.nn.checkpoint import atomic_write_bytes, resolve_net_path
+    from frugalzero.report import emit, stderr_console, to_json
+    from frugalzero.selfplay.config import SelfPlayConfig
+    from frugalzero.selfplay.play import run_selfplay, worker_count
+    from frugalzero.selfplay.stats import selfplay_stats
+
+    config = load_config(SelfPlayConfig, args.config, _overrides(args))
+    net_path = resolve_net_path(args.net)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    prefix = f"{config.method}-{stamp}-s{config.seed}"
+    atomic_write_bytes(out / f"{prefix}.config.toml", dump_toml(to_dict(config)).encode())
+
+    records = []
+    start = time.perf_counter()
+    columns = (
+        TextColumn("self-play"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("games  {task.fields[positions]} positions"),
+        TimeElapsedColumn(),
+    )
+    with (
+        Progress(*columns, console=stderr_console(), transient=False) as bar,
+        ShardWriter(out, prefix, games_per_shard=config.games_per_shard) as writer,
+    ):
+        task = bar.add_task("games", total=config.games, positions=0)
+
+        def on_game(record) -> None:
+            records.append(record)
+            writer.add(record)
+
+        def progress(done: int) -> None:
+            bar.update(task, completed=done, positions=writer.positions)
+
+        run = run_selfplay(net_path, config, on_game, progress)
+    seconds = time.perf_counter() - start
+    stats = selfplay_stats(records)
+    result = {
+        **stats,
+        "method": config.method,
+        "simulations": config.search.simulations,
+        "nscl": config.search.nscl,
+        "workers": worker_count(config),
+        "seconds": round(seconds, 2),
+        "positions_per_s": round(stats["positions"] / seconds, 2) if seconds else None,
+        "simulations_per_s": round(run.simulations / seconds, 1) if seconds else None,
+        "shards": [str(p) for p in writer.paths],
+        "net": str(net_path),
+    }
+    atomic_write_bytes(out / f"{prefix}.stats.json", (to_json(result) + "\n").encode())
+    emit(result, args.json, title="self-play")
+    return 0

@@ -1,0 +1,61 @@
+"""Settings of a self-play run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from frugalzero.errors import UserError
+from frugalzero.nn.evaluator import EvaluatorConfig
+from frugalzero.search.config import SearchConfig
+
+
+@dataclass
+class SelfPlayConfig:
+    """How many games, from where, how many at once; the search and evaluator settings."""
+
+    games: int = 64
+    """Games to play in all (across workers)."""
+    concurrent: int = 128
+    """Games played at once by one worker; their leaves share evaluator batches (32-256)."""
+    groups: int = 2
+    """The worker's games are split into this many groups whose batches alternate, so one
+    is evaluated while the next is prepared (2 keeps both cores busy)."""
+    workers: int = 0
+    """Worker processes, each with its own evaluator; 0 = one per two cores."""
+    openings: str = ""
+    """EPD or PGN opening book; empty = the standard start position."""
+    odds: Literal["", "knight", "rook", "queen"] = ""
+    """Odds chess: remove this piece from the side giving odds ('' = none)."""
+    odds_giver: Literal["both", "white", "black"] = "both"
+    """Who gives the odds: 'both' alternates from game to game."""
+    max_plies: int = 512
+    """Plies after which a game is adjudicated a draw (counted from the start position)."""
+    seed: int = 0
+    """Seeds every random choice (openings, noise, move sampling, resignation share)."""
+    games_per_shard: int = 500
+    """Games per output shard."""
+    search: SearchConfig = field(default_factory=SearchConfig)
+    """The search; self-play plays with root noise (or Gumbel noise), the temperature schedule
+    and resignation as configured there."""
+    evaluator: EvaluatorConfig = field(default_factory=EvaluatorConfig)
+    """How the network runs."""
+
+    def __post_init__(self) -> None:
+        if self.games < 1:
+            raise UserError("selfplay config: games must be at least 1")
+        if self.concurrent < 1:
+            raise UserError("selfplay config: concurrent must be at least 1")
+        if self.groups < 1:
+            raise UserError("selfplay config: groups must be at least 1")
+        if self.max_plies < 1:
+            raise UserError("selfplay config: max_plies must be at least 1")
+        if self.workers < 0:
+            raise UserError("selfplay config: workers must be >= 0")
+
+    @property
+    def method(self) -> str:
+        """The record method name of this configuration."""
+        if self.search.gumbel:
+            return "gumbel"
+        return "contempt" if self.search.nscl != float("inf") else "selfplay"

@@ -1,0 +1,145 @@
+"""One self-play game: its starting point, its search tree, its training targets, its end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import chess
+import numpy as np
+
+from frugalzero.chess.positions import STANDARD, Opening, odds_opening
+from frugalzero.data.records import GameRecord, PlyTarget
+from frugalzero.errors import UserError
+from frugalzero.search.rules import game_ending
+from frugalzero.search.tree import SearchTree
+from frugalzero.selfplay.config import SelfPlayConfig
+
+RESIGNATION, ADJUDICATED = "resignation", "move limit"
+
+
+@dataclass(frozen=True)
+class GameStart:
+    """Where game number ``index`` of a run starts."""
+
+    index: int
+    opening: Opening
+
+
+def game_starts(config: SelfPlayConfig, count: int | None = None) -> list[GameStart]:
+    """The start of every game of a run, fixed by the seed (workers share the list)."""
+    from frugalzero.chess.positions import OpeningSampler, load_book
+
+    count = config.games if count is None else count
+    if config.openings and config.odds:
+        raise UserError("--openings and --odds cannot be combined")
+    if config.odds:
+        givers = {"white": [chess.WHITE], "black": [chess.BLACK]}.get(
+            config.odds_giver, [chess.WHITE, chess.BLACK]
+        )
+        return [
+            GameStart(i, odds_opening(config.odds, givers[i % len(givers)])) for i in range(count)
+        ]
+    if config.openings:
+        sampler = OpeningSampler(load_book(config.openings), seed=config.seed)
+        return [GameStart(i, sampler.next()) for i in range(count)]
+    return [GameStart(i, STANDARD) for i in range(count)]
+
+
+class SelfPlayGame:
+    """A game in progress. ``step()`` is called each time its tree finished a search."""
+
+    def __init__(
+        self, start: GameStart, config: SelfPlayConfig, net_id: str = "", run: str = ""
+    ) -> None:
+        self.start = start
+        self.config = config
+        self.net_id = net_id
+        self.game_id = f"{run}g{start.index}" if run else f"g{start.index}"
+        self.rng = np.random.default_rng([config.seed, start.index])
+        cfg = config.search
+        self.no_resign = bool(self.rng.random() < cfg.resign_disabled_share)
+        self.tree = SearchTree(start.opening.history(), cfg, rng=self.rng)
+        self.moves: list[str] = list(start.opening.moves)
+        self.targets: list[PlyTarget | None] = [None] * len(self.moves)
+        self.plies = 0  # self-play plies (after the book moves): the temperature schedule's clock
+        self.low = {chess.WHITE: 0, chess.BLACK: 0}  # consecutive searches below the threshold
+        self.would_resign: chess.Color | None = None
+        self.result: float | None = None
+        self.termination = ""
+        self._check_end()
+        if not self.over:
+            self.tree.start()
+
+    @property
+    def over(self) -> bool:
+        return self.result is not None
+
+    def step(self) -> bool:
+        """Record the finished search's target, resign or play its move; True while the game
+        goes on (the next search is started)."""
+        tree = self.tree
+        turn = tree.board.turn
+        indices, probs = tree.policy_target()
+        value = tree.root_value()
+        if self._resigns(turn, value):
+            self.result = -1.0 if turn == chess.WHITE else 1.0
+            self.termination = RESIGNATION
+            return False
+        move = tree.choose_move(self.plies)
+        if move is None:  # cannot happen with a searched, non-terminal root
+            raise RuntimeError(f"no move in {tree.board.fen()}")
+        self.targets.append(PlyTarget(indices, probs, search_value=float(np.clip(value, -1, 1))))
+        self.moves.append(move.uci())
+        self.plies += 1
+        tree.advance(move)
+        self._check_end()
+        if self.over:
+            return False
+        tree.start()
+        return True
+
+    def _resigns(self, turn: chess.Color, value: float) -> bool:
+        cfg = self.config.search
+        threshold = cfg.resign_threshold
+        if threshold <= -1.0:
+            return False
+        _, q = self.tree.move_q()
+        best = np.nanmax(q) if np.isfinite(q).any() else value
+        if value < threshold and best < threshold:
+            self.low[turn] += 1
+        else:
+            self.low[turn] = 0
+        if self.low[turn] < cfg.resign_plies:
+            return False
+        if self.no_resign:
+            if self.would_resign is None:
+                self.would_resign = turn
+            return False
+        return True
+
+    def _check_end(self) -> None:
+        history = self.tree.history
+        ending, result = game_ending(history.board, history.repetitions)
+        if ending is not None:
+            self.result, self.termination = result, ending
+        elif len(self.moves) >= self.config.max_plies:
+            self.result, self.termination = 0.0, ADJUDICATED
+
+    def record(self) -> GameRecord:
+        """The finished game as a training record (provenance in ``extra``)."""
+        would = self.would_resign
+        return GameRecord(
+            start_fen=self.start.opening.root_fen,
+            moves=list(self.moves),
+            targets=list(self.targets),
+            result=self.result,
+            method=self.config.method,
+            net_id=self.net_id,
+            game_id=self.game_id,
+            extra={
+                "termination": self.termination,
+                "resign": "off" if self.no_resign else "on",
+                "would_resign": "" if would is None else ("white" if would else "black"),
+                "opening": self.start.opening.name,
+            },
+        )

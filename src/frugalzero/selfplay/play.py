@@ -1,0 +1,239 @@
+"""Self-play runs: many games at once per process, their leaves sharing evaluator batches.
+
+A worker keeps ``concurrent`` games going: whenever a game's search is done it plays the move
+and starts the next search; a finished game is replaced by the next start, so batches stay
+full until the last games. Several workers (processes, each with its own evaluator) play
+disjoint slices of the run's games where the machine has cores for them; every finished game
+comes back to the main process, which writes the shards, so output and progress are in one
+place.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from frugalzero.data.records import GameRecord
+from frugalzero.nn.evaluator import available_cores
+from frugalzero.search.driver import Driver, Evaluates
+from frugalzero.selfplay.config import SelfPlayConfig
+from frugalzero.selfplay.game import GameStart, SelfPlayGame, game_starts
+
+
+class _Slot:
+    """One of a worker's concurrent games; takes the next start when its game ends."""
+
+    def __init__(
+        self,
+        starts: Iterator[GameStart],
+        first: GameStart,
+        config: SelfPlayConfig,
+        net_id: str,
+        done: Callable[[GameRecord], None],
+        stats: dict[str, int],
+    ) -> None:
+        self._starts = starts
+        self._config = config
+        self._net_id = net_id
+        self._done = done
+        self._stats = stats
+        self.retired = False
+        self._begin(first)
+
+    def _begin(self, start: GameStart) -> None:
+        self.game = SelfPlayGame(start, self._config, self._net_id)
+        self.tree = self.game.tree
+
+    def on_search_done(self) -> bool:
+        game = self.game
+        if not game.over:
+            self._stats["moves"] += 1
+            self._stats["sims"] += self.tree.started
+            if game.step():
+                return True
+        self._done(game.record())
+        start = next(self._starts, None)
+        if start is None:
+            self.retired = True
+            return False
+        self._begin(start)
+        return True
+
+
+@dataclass
+class SelfPlayRun:
+    """What a worker loop produced (the records go to the ``on_game`` callback)."""
+
+    games: int = 0
+    moves: int = 0
+    simulations: int = 0
+    seconds: float = 0.0
+    leaves: int = 0
+    batches: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class SelfPlayLoop:
+    """A worker's games in progress; ``run(stop)`` plays until the starts run out or ``stop()``
+    (the games keep their state, so a later ``run`` resumes them: benchmarks time it in
+    rounds)."""
+
+    def __init__(
+        self,
+        evaluator: Evaluates,
+        starts: Iterable[GameStart],
+        config: SelfPlayConfig,
+        on_game: Callable[[GameRecord], None],
+        net_id: str = "",
+    ) -> None:
+        self.stats = {"moves": 0, "sims": 0}
+        self.games = 0
+        self._on_game = on_game
+        iterator = iter(starts)
+        self.slots: list[_Slot] = []
+        for _ in range(config.concurrent):
+            first = next(iterator, None)
+            if first is None:
+                break
+            self.slots.append(_Slot(iterator, first, config, net_id, self._finished, self.stats))
+        self.driver = Driver(evaluator, config.groups)
+        self._active = list(self.slots)
+
+    def _finished(self, record: GameRecord) -> None:
+        self.games += 1
+        self._on_game(record)
+
+    def run(self, stop: Callable[[], bool] | None = None) -> None:
+        self.driver.run(self._active, stop)
+        self._active = [s for s in self._active if not s.retired]
+
+    def progress(self) -> float:
+        """Moves played, counting each unfinished search as its share of a move."""
+        part = 0.0
+        for slot in self._active:
+            tree = slot.tree
+            if tree.target and math.isfinite(tree.target):
+                part += min(tree.started / tree.target, 1.0)
+        return self.stats["moves"] + part
+
+
+def play_games(
+    evaluator: Evaluates,
+    starts: Iterable[GameStart],
+    config: SelfPlayConfig,
+    on_game: Callable[[GameRecord], None],
+    net_id: str = "",
+    stop: Callable[[], bool] | None = None,
+) -> SelfPlayRun:
+    """Play every start with ``config.concurrent`` games at once on one evaluator."""
+    started = time.perf_counter()
+    loop = SelfPlayLoop(evaluator, starts, config, on_game, net_id)
+    loop.run(stop)
+    return SelfPlayRun(
+        games=loop.games,
+        moves=loop.stats["moves"],
+        simulations=loop.stats["sims"],
+        seconds=time.perf_counter() - started,
+        leaves=loop.driver.leaves,
+        batches=loop.driver.batches,
+    )
+
+
+def worker_count(config: SelfPlayConfig) -> int:
+    """Workers to use: as configured, else one per two cores (a client and an inference
+    process each), never more than there are games."""
+    workers = config.workers or max(1, available_cores() // 2)
+    return max(1, min(workers, config.games))
+
+
+def _worker(
+    index: int, net_path: str, config: SelfPlayConfig, starts: list[GameStart], queue
+) -> None:
+    """A worker process: its own evaluator, its slice of the games; records go to ``queue``."""
+    from frugalzero.nn.checkpoint import load_net
+    from frugalzero.nn.evaluator import Evaluator
+
+    try:
+        net, meta = load_net(net_path)
+        with Evaluator(net, config.evaluator) as evaluator:
+            run = play_games(
+                evaluator, starts, config, lambda r: queue.put(("game", r)), meta.net_id
+            )
+        queue.put(("done", run))
+    except BaseException as exc:  # reported to the main process, which raises it
+        queue.put(("error", f"worker {index}: {exc!r}"))
+
+
+def run_selfplay(
+    net_path: str | Path,
+    config: SelfPlayConfig,
+    on_game: Callable[[GameRecord], None],
+    progress: Callable[[int], None] | None = None,
+) -> SelfPlayRun:
+    """Play ``config.games`` games with the network at ``net_path``; every finished game goes
+    to ``on_game`` in the calling process (in finishing order)."""
+    from frugalzero.nn.checkpoint import load_net
+    from frugalzero.nn.evaluator import Evaluator
+
+    starts = game_starts(config)
+    workers = worker_count(config)
+    net, meta = load_net(net_path)  # a bad file is reported here, before any worker starts
+    if workers == 1:
+        done = 0
+
+        def each(record: GameRecord) -> None:
+            nonlocal done
+            done += 1
+            on_game(record)
+            if progress is not None:
+                progress(done)
+
+        with Evaluator(net, config.evaluator) as evaluator:
+            return play_games(evaluator, starts, config, each, meta.net_id)
+
+    del net
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=_worker,
+            args=(i, str(net_path), config, list(starts[i::workers]), queue),
+            name=f"frugalzero-selfplay-{i}",
+            daemon=False,
+        )
+        for i in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    total = SelfPlayRun()
+    finished_workers = done = 0
+    try:
+        while finished_workers < workers:
+            kind, payload = queue.get()
+            if kind == "game":
+                done += 1
+                on_game(payload)
+                if progress is not None:
+                    progress(done)
+            elif kind == "done":
+                finished_workers += 1
+                total.moves += payload.moves
+                total.simulations += payload.simulations
+                total.leaves += payload.leaves
+                total.batches += payload.batches
+                total.seconds = max(total.seconds, payload.seconds)
+            else:
+                raise RuntimeError(payload)
+    finally:
+        for proc in procs:
+            proc.join(timeout=1 if finished_workers < workers else 30)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join()
+    total.games = done
+    return total

@@ -1,0 +1,324 @@
+"""PUCT search: mates found and played, legality, root noise, draw rules, tree reuse, seeds."""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import chess
+import numpy as np
+import pytest
+
+from conftest import shared_file
+from frugalzero.chess.history import GameHistory
+from frugalzero.chess.moves import legal_mask
+from frugalzero.chess.positions import random_boards
+from frugalzero.nn.evaluator import Evaluation
+from frugalzero.search import SearchConfig, SearchTree, UniformEvaluator, search, search_many
+from frugalzero.search.puct import c_puct, choose_by_visits, puct_scores
+from frugalzero.search.rules import game_ending, leaf_status
+from frugalzero.search.tree import TERMINAL
+
+
+class HashEvaluator:
+    """Deterministic, position-dependent priors and values without a network: the same input
+    always gets the same answer, so two searches can be compared exactly."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def submit(self, inputs):
+        self.calls += len(inputs)
+        out = []
+        for inp in inputs:
+            rng = np.random.default_rng(zlib.crc32(inp.frames + bytes(str(inp.meta), "ascii")))
+            priors = rng.dirichlet(np.full(len(inp.moves), 0.5))
+            out.append(Evaluation(priors, float(rng.uniform(-0.6, 0.6))))
+        return _Done(out)
+
+
+class _Done:
+    def __init__(self, results):
+        self._results = results
+
+    def result(self):
+        return self._results
+
+
+def quiet(**overrides) -> SearchConfig:
+    """Deterministic search settings (no root noise)."""
+    return SearchConfig(root_noise=False, **overrides)
+
+
+# -- mates -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "fen",
+    [
+        "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1",  # back rank
+        "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 4 4",  # scholar's mate
+        "5rk1/5ppp/8/8/8/8/q4PPP/6K1 b - - 0 1",  # Black mates on White's back rank
+    ],
+)
+def test_mate_in_one_is_found_and_played(fen: str) -> None:
+    board = chess.Board(fen)
+    tree = SearchTree(board, SearchConfig(), seed=1)  # default settings, noise included
+    search(tree, UniformEvaluator(), 2000)
+    move = tree.best_move()
+    board.push(move)
+    assert board.is_checkmate()
+    assert tree.mate_in() == 1
+    assert tree.started < 2000  # the proof ends the search early
+    assert tree.choose_move(0) == move  # even at temperature 1 the mate is played
+
+
+def _forces_mate_in_two(board: chess.Board, move: chess.Move) -> bool:
+    """Brute force: after ``move`` every reply allows a mate in one."""
+    board = board.copy()
+    board.push(move)
+    if board.is_checkmate():
+        return True
+    for reply in list(board.legal_moves):
+        board.push(reply)
+        mates = False
+        for finish in list(board.legal_moves):
+            board.push(finish)
+            mates = board.is_checkmate()
+            board.pop()
+            if mates:
+                break
+        board.pop()
+        if not mates:
+            return False
+    return True
+
+
+def test_mate_in_two_on_wac_dm2_positions() -> None:
+    path = shared_file("suites/wac.epd")
+    lines = [line for line in path.read_text().splitlines() if "dm 2;" in line]
+    assert len(lines) >= 10
+    # a uniform evaluator says 0 everywhere, so only proofs steer the search; no first-play
+    # reduction, which would only delay trying new moves when every value is equal
+    config = quiet(fpu_value=0.0)
+    evaluator = UniformEvaluator()
+    for line in lines:
+        board, ops = chess.Board.from_epd(line)
+        tree = SearchTree(board, config, seed=0)
+        search(tree, evaluator, 20000)
+        move = tree.best_move()
+        assert tree.mate_in() == 3, ops["id"]
+        assert _forces_mate_in_two(board, move), (ops["id"], move)
+        assert move in ops["bm"], (ops["id"], board.san(move))
+
+
+def test_proven_loss_is_reported_and_resisted() -> None:
+    board = chess.Board("7k/R7/6K1/8/8/8/8/8 b - - 0 1")  # Black's only move Kg8 allows Ra8#
+    tree = SearchTree(board, quiet(fpu_value=0.0), seed=0)
+    search(tree, UniformEvaluator(), 500)
+    assert tree.mate_in() == -2
+    assert tree.root_value() == -1.0
+    assert tree.best_move() == chess.Move.from_uci("h8g8")
+
+
+# -- legality and noise --------------------------------------------------------------------------
+def test_no_illegal_move_is_ever_chosen() -> None:
+    evaluator = HashEvaluator()
+    rng = np.random.default_rng(0)
+    for board in random_boards(12, seed=7, max_plies=120):
+        config = SearchConfig(leaves_per_gather=4, nscl=float(rng.integers(2, 20)))
+        tree = SearchTree(board, config, seed=int(rng.integers(1 << 30)))
+        search(tree, evaluator, 150)
+        moves, visits = tree.visits()
+        legal = set(board.legal_moves)
+        assert set(moves) == legal
+        assert visits.sum() == tree.root.n - 1
+        assert tree.best_move() in legal
+        assert tree.choose_move(0) in legal
+        replay = board.copy()
+        for move in tree.pv():
+            assert replay.is_legal(move)
+            replay.push(move)
+        indices, probs = tree.policy_target()
+        assert legal_mask(board)[indices].all()
+        assert probs.sum() == pytest.approx(1.0, abs=1e-6)
+
+
+def test_root_noise_touches_legal_moves_only() -> None:
+    board = random_boards(1, seed=3, max_plies=30)[0]
+    tree = SearchTree(board, SearchConfig(), seed=5)
+    search(tree, HashEvaluator(), 50)
+    root = tree.root
+    assert len(root.P) == len(root.raw) == board.legal_moves.count()
+    assert legal_mask(board)[root.indices].all()
+    assert root.P.sum() == pytest.approx(1.0)
+    assert not np.allclose(root.P, root.raw)  # the noise is there...
+    noise = (root.P - 0.75 * root.raw) / 0.25  # ...and is a distribution over those moves
+    assert (noise >= -1e-12).all() and noise.sum() == pytest.approx(1.0)
+    quiet_tree = SearchTree(board, quiet(), seed=5)
+    search(quiet_tree, HashEvaluator(), 50)
+    assert np.array_equal(quiet_tree.root.P, quiet_tree.root.raw)
+
+
+# -- PUCT maths and reproducibility --------------------------------------------------------------
+def test_puct_formula() -> None:
+    assert c_puct(0, 1.25, 19652) == pytest.approx(1.25 + math.log(19653 / 19652))
+    priors = np.array([0.5, 0.3, 0.2])
+    visits = np.array([3.0, 0.0, 1.0])
+    q = np.array([0.1, 0.0, -0.2])
+    scores = puct_scores(priors, visits, q, 5.0, 1.25, 19652, fpu=-0.3)
+    c = (1.25 + math.log((5 + 19652 + 1) / 19652)) * math.sqrt(5)
+    expected = [0.1 + c * 0.5 / 4, -0.3 + c * 0.3 / 1, -0.2 + c * 0.2 / 2]
+    assert scores == pytest.approx(expected)
+
+
+def test_temperature_choice() -> None:
+    rng = np.random.default_rng(0)
+    visits = np.array([10.0, 30.0, 60.0, 0.0])
+    assert choose_by_visits(visits, 0.0, rng) == 2
+    picks = np.bincount([choose_by_visits(visits, 1.0, rng) for _ in range(4000)], minlength=4)
+    assert picks[3] == 0
+    assert picks / 4000 == pytest.approx([0.1, 0.3, 0.6, 0.0], abs=0.03)
+    ties = np.array([5.0, 5.0, 1.0])
+    assert choose_by_visits(ties, 0.0, rng, tiebreak=np.array([0.0, 0.2, 0.9])) == 1
+
+
+def test_same_seed_same_search() -> None:
+    board = random_boards(1, seed=11, max_plies=20)[0]
+    counts = []
+    for _ in range(2):
+        tree = SearchTree(board, SearchConfig(nscl=10), seed=42)
+        search(tree, HashEvaluator(), 300)
+        counts.append(tree.visits()[1])
+    assert np.array_equal(counts[0], counts[1])
+    other = SearchTree(board, SearchConfig(nscl=10), seed=43)
+    search(other, HashEvaluator(), 300)
+    assert not np.array_equal(counts[0], other.visits()[1])
+
+
+def test_many_trees_batched_equal_one_at_a_time() -> None:
+    """Batching the leaves of many trees into one call changes nothing in any tree."""
+    boards = random_boards(6, seed=5, max_plies=40)
+    alone = []
+    for i, board in enumerate(boards):
+        tree = SearchTree(board, SearchConfig(), seed=i)
+        search(tree, HashEvaluator(), 100, in_flight=1)  # one leaf at a time, as in a batch
+        alone.append(tree.visits()[1])
+    evaluator = HashEvaluator()
+    trees = [SearchTree(board, SearchConfig(), seed=i) for i, board in enumerate(boards)]
+    search_many(trees, evaluator, 100, groups=2)
+    for tree, counts in zip(trees, alone):
+        assert np.array_equal(tree.visits()[1], counts)
+        assert tree.started == 100
+
+
+# -- tree reuse ----------------------------------------------------------------------------------
+def test_tree_reuse_keeps_the_subtree() -> None:
+    board = chess.Board()
+    tree = SearchTree(board, quiet(), seed=0)
+    search(tree, HashEvaluator(), 400)
+    moves, visits = tree.visits()
+    move = moves[int(np.argmax(visits))]
+    child = tree.root.children[moves.index(move)]
+    kept = child.n
+    tree.advance(move)
+    assert tree.root is child and tree.root.parent is None
+    assert tree.root.n == kept > 1
+    assert tree.board.move_stack == [move]
+    search(tree, HashEvaluator(), 100)
+    assert tree.root.n == kept + 100
+    fresh = SearchTree(board, SearchConfig(reuse_tree=False, root_noise=False), seed=0)
+    search(fresh, HashEvaluator(), 50)
+    fresh.advance(move)
+    assert fresh.root.n == 0
+
+
+def test_advance_rejects_illegal_moves() -> None:
+    tree = SearchTree(chess.Board(), quiet(), seed=0)
+    search(tree, UniformEvaluator(), 20)
+    with pytest.raises(ValueError):
+        tree.advance(chess.Move.from_uci("e2e5"))
+
+
+def test_unbounded_search_stops_on_flag() -> None:
+    tree = SearchTree(chess.Board(), quiet(leaves_per_gather=8), seed=0)
+    calls = {"n": 0}
+
+    def stop() -> bool:
+        calls["n"] += 1
+        return tree.started >= 300
+
+    search(tree, UniformEvaluator(), 0, stop=stop)
+    assert 300 <= tree.started < 400
+    assert tree.in_flight == 0
+    assert tree.best_move() in set(chess.Board().legal_moves)
+
+
+# -- draw rules ----------------------------------------------------------------------------------
+def _history(fen: str, moves: list[str]) -> GameHistory:
+    history = GameHistory(chess.Board(fen))
+    for uci in moves:
+        history.push(chess.Move.from_uci(uci))
+    return history
+
+
+SHUFFLE = ["g1f3", "g8f6", "f3g1", "f6g8"]
+
+
+def test_threefold_repetition_ends_the_game() -> None:
+    history = _history(chess.STARTING_FEN, SHUFFLE * 2)
+    assert history.repetitions == 2
+    assert game_ending(history.board, history.repetitions) == ("repetition", 0.0)
+    once = _history(chess.STARTING_FEN, SHUFFLE)
+    assert game_ending(once.board, once.repetitions) == (None, None)
+
+
+def test_repetition_is_a_draw_inside_the_search() -> None:
+    """After the shuffle was played once, playing it again in the tree reaches a threefold."""
+    history = _history(chess.STARTING_FEN, SHUFFLE + SHUFFLE[:3])  # Black to play f6g8
+    tree = SearchTree(history, quiet(), seed=0)
+    search(tree, UniformEvaluator(), 50)
+    slot = tree.root.moves.index(chess.Move.from_uci("f6g8"))
+    child = tree.root.children[slot]
+    if child is None:  # make sure it was created
+        child = tree._make_child(tree.root, slot)
+    assert child.state == TERMINAL and child.ending == "repetition" and child.value == 0.0
+    # twofold setting: the first repetition already counts
+    early = SearchTree(_history(chess.STARTING_FEN, SHUFFLE[:3]), quiet(draw_repetitions=2))
+    search(early, UniformEvaluator(), 10)
+    node = early._make_child(early.root, early.root.moves.index(chess.Move.from_uci("f6g8")))
+    assert node.state == TERMINAL and node.ending == "repetition"
+
+
+def test_fifty_move_rule_and_mate_on_the_last_move() -> None:
+    board = chess.Board("8/8/8/8/8/2k5/8/K6R w - - 99 80")
+    board.push_uci("h1h2")  # quiet move: the 100th ply without progress
+    assert leaf_status(board, 0)[0] == "fifty-move rule"
+    assert game_ending(board, 0) == ("fifty-move rule", 0.0)
+    mate = chess.Board("k7/8/1K6/8/8/8/8/7R w - - 99 80")
+    mate.push_uci("h1h8")
+    assert mate.halfmove_clock == 100
+    assert leaf_status(mate, 0)[:2] == ("checkmate", -1.0)
+    assert game_ending(mate, 0) == ("checkmate", 1.0)
+    # in search, the clock-ending move is a draw, the mating one a win
+    tree = SearchTree(chess.Board("k7/8/1K6/8/8/8/8/7R w - - 99 80"), quiet(), seed=0)
+    search(tree, UniformEvaluator(), 200)
+    assert tree.best_move() == chess.Move.from_uci("h1h8") and tree.mate_in() == 1
+
+
+def test_stalemate_and_insufficient_material() -> None:
+    stalemate = chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")
+    assert leaf_status(stalemate, 0)[:2] == ("stalemate", 0.0)
+    assert game_ending(stalemate, 0) == ("stalemate", 0.0)
+    bare = chess.Board("8/8/4k3/8/8/3BK3/8/8 b - - 0 1")
+    assert leaf_status(bare, 0)[:2] == ("insufficient material", 0.0)
+    assert game_ending(bare, 0) == ("insufficient material", 0.0)
+    # taking the last pawn leaves king and bishop against king: a draw inside the search
+    tree = SearchTree(chess.Board("8/8/4k3/8/4p3/3BK3/8/8 w - - 0 1"), quiet(fpu_value=0.0))
+    search(tree, UniformEvaluator(), 100)
+    for uci in ("d3e4", "e3e4"):
+        child = tree.root.children[tree.root.moves.index(chess.Move.from_uci(uci))]
+        assert child.state == TERMINAL and child.ending == "insufficient material"
+    others = [c for c in tree.root.children if c is not None and c.state == TERMINAL]
+    assert len(others) == 2
+    terminal_root = SearchTree(stalemate, quiet())
+    search(terminal_root, UniformEvaluator(), 10)
+    assert terminal_root.finished and terminal_root.best_move() is None
