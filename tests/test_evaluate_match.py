@@ -27,6 +27,14 @@ import os, random, signal, sys, time
 import chess
 
 MODE, AT, MARKER = {mode!r}, {at}, {marker!r}
+def _first(marker):  # only one of the concurrent engine processes misbehaves
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+        return True
+    except FileExistsError:
+        return False
+
+
 rng = random.Random(0)
 board = chess.Board()
 gos = 0
@@ -49,8 +57,7 @@ for line in sys.stdin:
             board.push_uci(uci)
     elif words[0] == "go":
         gos += 1
-        if gos == AT and not os.path.exists(MARKER):
-            open(MARKER, "w").close()
+        if gos == AT and _first(MARKER):
             if MODE == "crash":
                 os.kill(os.getpid(), signal.SIGKILL)
             time.sleep(3600)

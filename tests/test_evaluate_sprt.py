@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,3 +97,17 @@ def test_gate_modes():
     assert not gate("sprt", 100, 100, 100, sprt_config=SprtConfig(0, 20))
     with pytest.raises(UserError, match="gating mode"):
         gate("sometimes", 1, 1, 1)
+
+
+@pytest.mark.skipif(not Path("/usr/games/stockfish").is_file(), reason="Stockfish not installed")
+def test_gate_match_plays_and_judges():
+    from frugalzero.evaluate.gating import GateConfig, gate_match
+    from frugalzero.evaluate.match import MatchConfig
+
+    strong, weak = "stockfish?depth=1&elo=1350", "random"
+    cfg = GateConfig(mode="sprt", games=40, sprt=SprtConfig(0, 300))
+    accepted, result = gate_match(strong, weak, cfg, MatchConfig(concurrency=2))
+    assert accepted and result.sprt.decision == "H1" and result.tally.games < 40
+    accepted, result = gate_match(weak, strong, GateConfig(games=4), MatchConfig(concurrency=2))
+    assert not accepted and result.tally.losses == 4
+    assert gate_match(weak, strong, GateConfig(mode="always")) == (True, None)

@@ -1,1 +1,51 @@
-"""frugalzero.evaluate."""
+"""Measuring strength: engines by spec string, matches, ratings, SPRT, gating, the ladder.
+
+Every claim about strength goes through here (docs/evaluation.md has the commands and the
+design). What the rest of frugalzero calls:
+
+* ``play_match(engine_a, engine_b, MatchConfig(...)) -> MatchResult`` -- games in parallel in
+  colour-swapped opening pairs, adjudication, PGN; ``result.summary()`` is the ``--json``.
+* ``elo_from_score``, ``score_from_elo``, ``elo_interval(w, d, l, pentanomial)``, ``los``.
+* ``mle_ratings(games, anchors) -> Ratings`` -- maximum-likelihood Elo of many players.
+* ``sprt(w, d, l, SprtConfig(elo0, elo1, alpha, beta), pentanomial) -> SprtResult``.
+* ``gate(mode, w, d, l, ...) -> bool`` and ``gate_match(candidate, best, GateConfig, match)``.
+* ``run_ladder(engine, rungs, LadderConfig, MatchConfig)``, ``load_table()``.
+* ``parse_spec(text) -> EngineSpec``.
+"""
+
+from frugalzero.evaluate.adjudicate import AdjudicationConfig
+from frugalzero.evaluate.elo import (
+    elo_from_score,
+    elo_interval,
+    los,
+    mle_ratings,
+    score_from_elo,
+)
+from frugalzero.evaluate.gating import GateConfig, gate, gate_match
+from frugalzero.evaluate.ladder import LadderConfig, load_table, run_ladder
+from frugalzero.evaluate.match import MatchConfig, MatchResult, play_match
+from frugalzero.evaluate.specs import EngineSpec, parse_spec
+from frugalzero.evaluate.sprt import SprtConfig, SprtResult, sprt
+
+__all__ = [
+    "AdjudicationConfig",
+    "EngineSpec",
+    "GateConfig",
+    "LadderConfig",
+    "MatchConfig",
+    "MatchResult",
+    "SprtConfig",
+    "SprtResult",
+    "elo_from_score",
+    "elo_interval",
+    "gate",
+    "gate_match",
+    "load_table",
+    "los",
+    "mle_ratings",
+    "parse_spec",
+    "play_match",
+    "run_ladder",
+    "score_from_elo",
+    "sprt",
+]

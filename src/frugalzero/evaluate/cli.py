@@ -249,8 +249,35 @@ def _climb(args: argparse.Namespace, table) -> int:
         )
 
     result = run_ladder(args.engine, rungs, config, match, play=play, on_step=step)
-    emit(result.summary(), args.json, title=f"ladder: {result.engine}")
+    summary = result.summary()
+    if args.json:
+        emit(summary, True)
+        return 0
+    _rung_table(summary["rungs"])
+    emit({k: v for k, v in summary.items() if k != "rungs"}, False, title=result.engine)
     return 0
+
+
+def _rung_table(rungs: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="games against the rungs")
+    table.add_column("rung", overflow="fold")
+    for column in ("rung Elo", "games", "+", "=", "-", "score", "LOS"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for name, r in rungs.items():
+        table.add_row(
+            name,
+            f"{r['elo']:.0f}",
+            str(r["games"]),
+            str(r["wins"]),
+            str(r["draws"]),
+            str(r["losses"]),
+            f"{100 * r['score']:.1f}%",
+            f"{100 * r['los']:.1f}%",
+        )
+    Console(file=sys.stdout).print(table)
 
 
 def _calibrate(args: argparse.Namespace) -> int:

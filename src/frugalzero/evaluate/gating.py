@@ -49,3 +49,24 @@ def gate(
     if mode == "sprt":
         return sprt(wins, draws, losses, sprt_config, pentanomial).decision == "H1"
     raise UserError(f"gating mode {mode!r} is not one of {', '.join(MODES)}")
+
+
+def gate_match(candidate: str, best: str, config: GateConfig, match=None):
+    """Play the gating match (``config.games`` games; an SPRT gate stops as soon as it
+    decides) and judge it: ``(replace, MatchResult | None)``. 'always' plays no games."""
+    from dataclasses import replace
+
+    from frugalzero.evaluate.match import MatchConfig, play_match
+
+    if config.mode not in MODES:
+        raise UserError(f"gating mode {config.mode!r} is not one of {', '.join(MODES)}")
+    if config.mode == "always":
+        return True, None
+    match = replace(match or MatchConfig(), games=config.games)
+    if config.mode == "sprt":
+        match = replace(match, sprt=config.sprt)
+    result = play_match(candidate, best, match)
+    if config.mode == "sprt":  # the match's own test, on complete pairs, decided (or not)
+        return result.sprt is not None and result.sprt.decision == "H1", result
+    t = result.tally
+    return gate("threshold", t.wins, t.draws, t.losses, config.threshold), result

@@ -52,7 +52,7 @@ class MatchConfig:
     """File the games are appended to as they finish; empty for none."""
     event: str = "frugalzero match"
     """PGN Event tag."""
-    hang_seconds: float = 30.0
+    hang_seconds: float = 60.0
     """Seconds past its move time after which a silent engine has hung (and loses)."""
     sprt: SprtConfig | None = None
     """Stop as soon as this test decides (pentanomial model on complete opening pairs)."""
@@ -100,8 +100,9 @@ class Tally:
         return elo_interval(self.wins, self.draws, self.losses, penta)
 
     def sprt(self, config: SprtConfig) -> SprtResult:
-        penta = self.pentanomial if self.paired() else None
-        return sprt(self.wins, self.draws, self.losses, config, penta)
+        """The test on complete opening pairs only (as fishtest does): a half-played pair
+        would mix the two models, and the opening's bias cancels only within a pair."""
+        return sprt(0, 0, 0, config, self.pentanomial)
 
 
 @dataclass
@@ -258,7 +259,7 @@ async def run_match(
             tally.add(pair, outcome.white_score() if a_white else 1 - outcome.white_score())
             if pgn_path is not None:
                 append_game(pgn_path, to_pgn(outcome, config.event, today))
-            if config.sprt is not None:
+            if config.sprt is not None and not state["stop"]:  # a decision is final
                 state["sprt"] = tally.sprt(config.sprt)
                 if state["sprt"].decision is not None:
                     state["stop"] = True
@@ -267,10 +268,15 @@ async def run_match(
             if outcome.failed:
                 await restart(white if outcome.result == "0-1" else black)  # the loser failed
 
+    tasks: list[asyncio.Task] = []
     try:
         await asyncio.gather(*(p.start() for p in everyone))
-        await asyncio.gather(*(slot(a, b) for a, b in zip(players_a, players_b)))
+        tasks = [asyncio.create_task(slot(a, b)) for a, b in zip(players_a, players_b)]
+        await asyncio.gather(*tasks)
     finally:
+        for task in tasks:  # one slot failed for good (or Ctrl-C): stop the others first
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
             await asyncio.gather(*(p.close() for p in everyone), return_exceptions=True)
         for name, engine in shared.items():
