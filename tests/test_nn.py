@@ -126,3 +126,31 @@ def test_update_weights_changes_answers_and_clears_cache(tiny_net):
         ev.update_weights(other)
         after = ev.evaluate([chess.Board()])[0].value
     assert before != after
+
+
+def test_dead_inference_process_is_an_error_not_a_hang(tiny_net):
+    config = EvaluatorConfig(backend="process", precision="fp32", compile="off")
+    ev = Evaluator(tiny_net, config)
+    try:
+        ev._process._proc.kill()
+        ev._process._proc.join()
+        with pytest.raises(RuntimeError, match="inference process died"):
+            ev.evaluate(random_boards(8, seed=1))
+    finally:
+        ev.close()
+
+
+def test_unguarded_script_gets_a_clear_error(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig\n"
+        "from frugalzero.nn.model import PolicyValueNet, architecture\n"
+        "Evaluator(PolicyValueNet(architecture('small')), EvaluatorConfig(compile='off'))\n"
+    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert result.returncode != 0
+    assert "guard its entry point" in result.stderr

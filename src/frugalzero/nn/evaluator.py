@@ -214,13 +214,13 @@ def _serve(
     conn,
     config: dict[str, Any],
     net_config: dict[str, Any],
-    weights: dict[str, np.ndarray],
     threads: int,
     shm: tuple[str, int, int],
 ) -> None:
-    """Inference process: answer batch slots in order until the pipe closes."""
+    """Inference process: take the weights, then answer batch slots in order until the pipe
+    closes."""
     net = PolicyValueNet(NetConfig(**net_config))
-    net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+    net.load_state_dict({k: torch.from_numpy(v) for k, v in conn.recv().items()})
     config = EvaluatorConfig(**config)
     runner = NetRunner(net, config, threads, compile=config.compile != "off")
     slots = _Slots(shm[1], shm[2], name=shm[0])
@@ -278,17 +278,29 @@ class _ProcessBackend:
         self._wdl = net.config.value_head == "wdl"
         ctx = mp.get_context("spawn")  # fork after PyTorch threads started can deadlock
         self._conn, child = ctx.Pipe()
-        weights = {k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}
         shm = (self._slots.shm.name, slots, max_batch)
+        # Only small arguments go through spawn: CPython writes them into a pipe whose reading
+        # end the parent keeps open, so a child that dies early would hang a large write.
+        # The weights follow over the socket, where a dead child is an error, not a hang.
         self._proc = ctx.Process(
             target=_serve,
-            args=(child, asdict(config), asdict(net.config), weights, threads, shm),
+            args=(child, asdict(config), asdict(net.config), threads, shm),
             name="frugalzero-inference",
             daemon=True,
         )
         self._proc.start()
         child.close()
-        _, self.precision, self.compiled = self._conn.recv()
+        try:
+            self._conn.send({k: v.detach().cpu().numpy() for k, v in net.state_dict().items()})
+            _, self.precision, self.compiled = self._conn.recv()
+        except (EOFError, OSError):
+            self._proc.join(timeout=5)
+            self._slots.close(unlink=True)
+            raise RuntimeError(
+                f"the inference process died while starting (exit code {self._proc.exitcode}); "
+                "a script that creates an Evaluator must guard its entry point with "
+                "`if __name__ == '__main__':`"
+            ) from None
         self._free = list(range(slots))
         self._in_flight: list[tuple[int, int, int, int]] = []  # (job, slot, n, width), oldest first
         self._next_id = 0
@@ -311,7 +323,10 @@ class _ProcessBackend:
         job_id = self._next_id
         self._next_id += 1
         self._in_flight.append((job_id, slot, n, width))
-        self._conn.send((slot, n, width))
+        try:
+            self._conn.send((slot, n, width))
+        except OSError:
+            raise RuntimeError("the inference process died") from None
         return job_id
 
     def _finish_oldest(self) -> None:
