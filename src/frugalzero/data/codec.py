@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import chess
@@ -105,6 +105,7 @@ class GameColumns:
 
     arrays: dict[str, np.ndarray]
     games: list[dict]
+    _policy: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def positions(self) -> int:
@@ -358,7 +359,8 @@ def decode_games(columns: GameColumns) -> list[GameRecord]:
             if kind == NONE:
                 targets.append(None)
             else:
-                indices, probs = ply_policy(a, off, ply, kind, moves[ply - start], turn)
+                indices, probs = ply_policy(columns, off, ply, kind, moves[ply - start], turn)
+                indices, probs = indices.copy(), probs.copy()
                 targets.append(
                     PlyTarget(
                         indices,
@@ -383,16 +385,30 @@ def decode_games(columns: GameColumns) -> list[GameRecord]:
     return records
 
 
-def ply_policy(a, off: Offsets, ply: int, kind: int, move: chess.Move, turn: bool):
-    """(indices int64, probs float32) of one ply's policy target."""
+def policy_arrays(columns: GameColumns, off: Offsets) -> tuple[np.ndarray, np.ndarray]:
+    """Every stored policy entry's index (int64) and probability (float32), aligned with
+    ``pol_index``; computed once per shard, so a ply's target is two slices (views)."""
+    if columns._policy is None:
+        a = columns.arrays
+        kind = (a["kinds"] & KIND_MASK).astype(np.int64)
+        entry_kind = np.repeat(kind, np.diff(off.index))
+        probs = np.ones(len(entry_kind), dtype=np.float32)
+        counts = entry_kind == COUNTS
+        per_count = np.repeat(a["pol_total"], np.diff(off.count)[kind == COUNTS])
+        probs[counts] = (a["pol_count"] / per_count.astype(np.float64)).astype(np.float32)
+        probs[entry_kind == FLOATS] = a["pol_prob"]
+        columns._policy = (a["pol_index"].astype(np.int64), probs)
+    return columns._policy
+
+
+_ONE = np.ones(1, dtype=np.float32)
+_ONE.flags.writeable = False
+
+
+def ply_policy(columns: GameColumns, off: Offsets, ply: int, kind: int, move, turn: bool):
+    """(indices int64, probs float32) of one ply's policy target (read-only views)."""
     if kind == PLAYED:
-        return np.array([move_to_index(move, turn)], dtype=np.int64), np.ones(1, np.float32)
+        return np.array([move_to_index(move, turn)], dtype=np.int64), _ONE
+    indices, probs = policy_arrays(columns, off)
     i0, i1 = off.index[ply], off.index[ply + 1]
-    indices = a["pol_index"][i0:i1].astype(np.int64)
-    if kind == OTHER:
-        return indices, np.ones(1, np.float32)
-    if kind == COUNTS:
-        total = float(a["pol_total"][off.total[ply]])
-        counts = a["pol_count"][off.count[ply] : off.count[ply + 1]]
-        return indices, (counts / total).astype(np.float32)
-    return indices, a["pol_prob"][off.prob[ply] : off.prob[ply + 1]].copy()
+    return indices[i0:i1], probs[i0:i1]

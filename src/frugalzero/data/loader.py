@@ -57,28 +57,60 @@ class TrainingBatch:
         return TrainingBatch(**{f.name: getattr(self, f.name).pin_memory() for f in fields(self)})
 
 
+@dataclass
+class CompactBatch:
+    """A batch before expansion: ~1.2 kB a position instead of ~55 kB. Worker processes send
+    these (cheap to pickle) and the consumer expands them (``expand``, ~15 us a position),
+    which costs less than moving dense tensors between processes."""
+
+    frames: np.ndarray  # (N, 8, 13) uint64, newest first
+    meta: np.ndarray  # (N, 7) int64
+    legal: np.ndarray  # concatenated legal-move indices (int16)
+    legal_len: np.ndarray  # (N,) int32
+    policy_index: np.ndarray  # concatenated policy indices (int16)
+    policy_prob: np.ndarray  # their probabilities (float32)
+    policy_len: np.ndarray  # (N,) int32
+    values: np.ndarray  # (N, 3) float32: z, search value, expert value
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def expand(self) -> TrainingBatch:
+        """Dense tensors: planes via one vectorised ``encode``, masks by one scatter each."""
+        n = len(self.frames)
+        planes = encode(self.frames, self.meta)
+        legal = np.zeros((n, NUM_MOVES), dtype=bool)
+        legal[np.repeat(np.arange(n), self.legal_len), self.legal] = True
+        policy = np.zeros((n, NUM_MOVES), dtype=np.float32)
+        policy[np.repeat(np.arange(n), self.policy_len), self.policy_index] = self.policy_prob
+        values = self.values
+        return TrainingBatch(
+            planes=torch.from_numpy(planes),
+            legal=torch.from_numpy(legal),
+            policy=torch.from_numpy(policy),
+            z=torch.from_numpy(values[:, 0].copy()),
+            search_value=torch.from_numpy(values[:, 1].copy()),
+            expert_value=torch.from_numpy(values[:, 2].copy()),
+        )
+
+
+def pack(samples: list[Sample]) -> CompactBatch:
+    """Samples as one CompactBatch (a few NumPy concatenations)."""
+    return CompactBatch(
+        frames=stack_history(samples),
+        meta=np.array([s.meta for s in samples], dtype=np.int64),
+        legal=np.concatenate([s.legal for s in samples]).astype(np.int16),
+        legal_len=np.array([len(s.legal) for s in samples], dtype=np.int32),
+        policy_index=np.concatenate([s.policy_indices for s in samples]).astype(np.int16),
+        policy_prob=np.concatenate([s.policy_probs for s in samples]).astype(np.float32),
+        policy_len=np.array([len(s.policy_indices) for s in samples], dtype=np.int32),
+        values=np.array([(s.z, s.search_value, s.expert_value) for s in samples], dtype=np.float32),
+    )
+
+
 def assemble(samples: list[Sample]) -> TrainingBatch:
-    """Dense tensors for ``samples``: planes via one vectorised ``encode``, scattered masks."""
-    n = len(samples)
-    planes = encode(stack_history(samples), np.array([s.meta for s in samples], dtype=np.int64))
-    legal = np.zeros((n, NUM_MOVES), dtype=bool)
-    lengths = [len(s.legal) for s in samples]
-    legal[np.repeat(np.arange(n), lengths), np.concatenate([s.legal for s in samples])] = True
-    policy = np.zeros((n, NUM_MOVES), dtype=np.float32)
-    lengths = [len(s.policy_indices) for s in samples]
-    rows = np.repeat(np.arange(n), lengths)
-    policy[rows, np.concatenate([s.policy_indices for s in samples])] = np.concatenate(
-        [s.policy_probs for s in samples]
-    )
-    values = np.array([(s.z, s.search_value, s.expert_value) for s in samples], dtype=np.float32)
-    return TrainingBatch(
-        planes=torch.from_numpy(planes),
-        legal=torch.from_numpy(legal),
-        policy=torch.from_numpy(policy),
-        z=torch.from_numpy(values[:, 0].copy()),
-        search_value=torch.from_numpy(values[:, 1].copy()),
-        expert_value=torch.from_numpy(values[:, 2].copy()),
-    )
+    """Dense tensors for ``samples`` (``pack`` then ``expand``)."""
+    return pack(samples).expand()
 
 
 @dataclass
@@ -94,7 +126,8 @@ class LoaderConfig:
     open_shards: int = 8
     """Shards decoded at once; games are drawn at random among them, mixing shards."""
     workers: int = -1
-    """DataLoader worker processes; -1 = auto (see ``auto_workers``), 0 = in this process."""
+    """DataLoader worker processes; -1 = auto (0 on a CPU, up to 4 with CUDA; see
+    ``auto_workers``), 0 = load in the training process."""
     seed: int = 0
     """Seed of the shuffling (each worker and epoch derive their own from it)."""
     legal_cache: int = 50_000
@@ -104,13 +137,17 @@ class LoaderConfig:
 
 
 def auto_workers() -> int:
-    """Worker processes to use by default.
+    """Worker processes to use by default: 0 (load in the training process) without CUDA.
 
-    Measured on a 2-core machine (docs/data.md): one worker beside the training process
-    overlaps loading with the training step; more only steal cores from the network.
+    On a CPU the training step's threads already use every core, so a worker process only
+    competes with them: measured on 2 cores (docs/data.md), training fed in-process ran at
+    0.81-0.88 of its unfed speed, fed by one or two workers at 0.76-0.84. With CUDA the
+    training process mostly waits for the GPU, so workers on the spare cores pay off.
     """
+    if not torch.cuda.is_available():
+        return 0
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return 1 if (cores or 1) <= 4 else min(4, (cores or 1) // 4)
+    return max(0, min(4, (cores or 1) - 1))
 
 
 def _games(parts: list[Part], rng: np.random.Generator | None, open_shards: int, stride, offset):
@@ -151,7 +188,7 @@ def _samples(games, cache: LegalCache) -> Iterator[Sample]:
 
 
 class ShuffledPositions(torch.utils.data.IterableDataset):
-    """Endless (or ``epochs``-long) shuffled batches of a selection's positions."""
+    """Endless (or ``epochs``-long) shuffled CompactBatches of a selection's positions."""
 
     def __init__(
         self,
@@ -167,7 +204,7 @@ class ShuffledPositions(torch.utils.data.IterableDataset):
         if not self.parts or self.positions == 0:
             raise ShardError("no training positions in the selected shards")
 
-    def __iter__(self) -> Iterator[TrainingBatch]:
+    def __iter__(self) -> Iterator[CompactBatch]:
         info = torch.utils.data.get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
         cfg = self.config
@@ -200,14 +237,45 @@ class ShuffledPositions(torch.utils.data.IterableDataset):
                     out.append(buffer[j])
                     buffer[j] = sample
                 if len(out) == cfg.batch_size:
-                    yield assemble(out)
+                    yield pack(out)
                     out = []
             if not produced:
                 return  # this worker has no games at all
         rng.shuffle(buffer)  # finite epochs: hand out the rest
         buffer = out + buffer
         for i in range(0, len(buffer), cfg.batch_size):
-            yield assemble(buffer[i : i + cfg.batch_size])
+            yield pack(buffer[i : i + cfg.batch_size])
+
+
+class TrainingLoader:
+    """Iterates TrainingBatch: workers (or this process) replay and pack, and the batches are
+    expanded here, in the consumer (see CompactBatch)."""
+
+    def __init__(self, dataset: ShuffledPositions, workers: int, pin_memory: bool) -> None:
+        self.dataset = dataset
+        self.workers = workers
+        self.pin_memory = pin_memory
+        self.loader = torch.utils.data.DataLoader(
+            dataset,
+            batch_size=None,
+            num_workers=workers,
+            prefetch_factor=dataset.config.prefetch if workers else None,
+            collate_fn=_identity,
+        )
+
+    @property
+    def positions(self) -> int:
+        """Positions in the selection read (one epoch)."""
+        return self.dataset.positions
+
+    def __iter__(self) -> Iterator[TrainingBatch]:
+        for compact in self.loader:
+            batch = compact.expand()
+            yield batch.pin_memory() if self.pin_memory else batch
+
+
+def _identity(item):
+    return item
 
 
 def training_loader(
@@ -215,23 +283,16 @@ def training_loader(
     config: LoaderConfig | None = None,
     exclude: Selection | None = None,
     epochs: int | None = None,
-) -> torch.utils.data.DataLoader:
-    """A DataLoader of shuffled TrainingBatch over the replay window of ``sources`` (minus
-    ``exclude``, e.g. a validation holdout). Endless unless ``epochs`` is given."""
+) -> TrainingLoader:
+    """Shuffled TrainingBatch over the replay window of ``sources`` (minus ``exclude``, e.g. a
+    validation holdout). Endless unless ``epochs`` is given."""
     config = config or LoaderConfig()
     selection = replay_window(select_all(sources), config.window)
     if exclude is not None:
         selection = selection.without(exclude)
     dataset = ShuffledPositions(selection, config, epochs)
     workers = auto_workers() if config.workers < 0 else config.workers
-    return torch.utils.data.DataLoader(
-        dataset,
-        batch_size=None,
-        num_workers=workers,
-        prefetch_factor=config.prefetch if workers else None,
-        persistent_workers=False,
-        pin_memory=torch.cuda.is_available(),
-    )
+    return TrainingLoader(dataset, workers, pin_memory=torch.cuda.is_available())
 
 
 def iterate_in_order(

@@ -100,7 +100,7 @@ def replay_game(
             ply = start + i
             turn = board.turn
             legal = cache.get(board)
-            indices, probs = codec.ply_policy(a, off, ply, kind, move, turn)
+            indices, probs = codec.ply_policy(columns, off, ply, kind, move, turn)
             scratch[legal] = True
             ok = scratch[move_to_index(move, turn)] and scratch[indices].all()
             scratch[legal] = False

@@ -37,12 +37,13 @@ def selfplay_like_game(
     simulations: int = 64,
     game_id: str = "",
     start_fen: str = chess.STARTING_FEN,
+    plies: tuple[int, int] = (60, 201),
 ) -> GameRecord:
     """One synthetic self-play game (see the module docstring)."""
     board = chess.Board(start_fen)
     moves: list[str] = []
     targets: list[PlyTarget | None] = []
-    max_plies = int(rng.integers(60, 201))
+    max_plies = int(rng.integers(*plies))
     drift = float(rng.uniform(-0.3, 0.3))
     while len(moves) < max_plies and not _over(board):
         legal = list(board.legal_moves)

@@ -1,0 +1,185 @@
+"""Data pipeline speed and size: bytes per position, PGN import, loader against a train step.
+
+Everything runs on synthetic data made in the run (``frugalzero.data.synthetic``): self-play-
+like games for shards and the loader, and PGN games (lichess-style headers, a clock comment on
+every move) for the import. The loader, the training step it must feed, and the training step
+fed by the loader are measured interleaved, round by round; figures are medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--games", type=int, default=60, help="synthetic self-play games")
+    parser.add_argument("--pgn-games", type=int, default=200, help="synthetic PGN games")
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--arch", default="small", help="network of the training step")
+    parser.add_argument("--workers", type=int, default=-1, help="loader workers; -1 = default")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved measurement rounds")
+    parser.add_argument("--seconds", type=float, default=1.0, help="per measurement per round")
+
+
+def pgn_text(games: int, seed: int) -> str:
+    """PGN games as an online server exports them (headers, clock comments, 40-120 plies)."""
+    import chess
+    import chess.pgn
+    import numpy as np
+
+    from frugalzero.data.synthetic import selfplay_like_game
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(games):
+        record = selfplay_like_game(rng, plies=(40, 121))
+        game = chess.pgn.Game()
+        game.headers.update(
+            Event="Rated Blitz game",
+            Site=f"https://example.org/{i:08d}",
+            Date="2024.01.01",
+            White=f"player{i % 977}",
+            Black=f"player{i % 769}",
+            Result={1: "1-0", -1: "0-1", 0: "1/2-1/2"}[int(record.result)],
+            WhiteElo=str(1200 + i % 1300),
+            BlackElo=str(1250 + i % 1200),
+            TimeControl="180+2",
+            ECO="A00",
+            Termination="Normal",
+        )
+        node = game
+        for ply, uci in enumerate(record.moves):
+            node = node.add_variation(chess.Move.from_uci(uci))
+            node.comment = f"[%clk 0:{2 - ply // 60 % 3:02d}:{59 - ply % 60:02d}]"
+        out.append(str(game) + "\n\n")
+    return "".join(out)
+
+
+def _train_step(arch: str):
+    """A plain training step of ``arch`` on a TrainingBatch: forward, masked-policy cross
+    entropy + value MSE, backward, SGD; bf16 autocast on CPUs with native bf16 (as the
+    trainer uses), channels-last."""
+    import torch
+
+    from frugalzero.nn.evaluator import cpu_has_native_bf16
+    from frugalzero.nn.model import PolicyValueNet, architecture
+
+    torch.manual_seed(0)
+    net = PolicyValueNet(architecture(arch)).to(memory_format=torch.channels_last).train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    bf16 = cpu_has_native_bf16()
+
+    def step(batch) -> None:
+        with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            logits, value = net(batch.planes)
+        logits = logits.float().masked_fill(~batch.legal, -1e9)
+        policy_loss = -(batch.policy * torch.log_softmax(logits, dim=1)).sum(1).mean()
+        value_loss = ((value.float()[:, 0] - batch.z) ** 2).mean()
+        optimizer.zero_grad(set_to_none=True)
+        (policy_loss + value_loss).backward()
+        optimizer.step()
+
+    return step, ("bf16" if bf16 else "fp32")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="frugalzero-bench-data-") as tmp:
+        return _run(args, Path(tmp))
+
+
+def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    import lzma
+    import zlib
+
+    from frugalzero.bench import median, rate
+    from frugalzero.data import codec
+    from frugalzero.data.importer import import_pgn
+    from frugalzero.data.loader import LoaderConfig, auto_workers, training_loader
+    from frugalzero.data.shards import read_shard, shard_bytes, write_shard
+    from frugalzero.data.synthetic import selfplay_like_games
+
+    games = selfplay_like_games(args.games, seed=1)
+    positions = sum(g.positions for g in games)
+    shard = write_shard(tmp / "shards" / "selfplay.fzs", games)
+    columns = codec.concat([codec.encode_game(g) for g in games])
+    raw, _ = codec.to_bytes(columns)
+    lzma_size = len(shard_bytes(columns, "lzma", 6))
+    t0 = time.perf_counter()
+    read_shard(shard)
+    read_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    zlib.decompress(zlib.compress(raw, 9))
+    zlib_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    lzma.decompress(lzma.compress(raw, preset=6))
+    lzma_s = time.perf_counter() - t0
+
+    pgn = tmp / "games.pgn"
+    pgn.write_text(pgn_text(args.pgn_games, seed=2))
+    plies = None
+
+    def import_once() -> None:
+        nonlocal plies
+        summary = import_pgn(
+            [pgn], tmp / f"pgn-{time.monotonic_ns()}", workers=1, show_progress=False
+        )
+        plies = summary["positions"] / max(1, summary["imported"])
+
+    workers = auto_workers() if args.workers < 0 else args.workers
+    # no legal-move cache: every position costs its full replay, as new self-play data does;
+    # a small shuffle buffer, filled before measuring (filling is a one-off start-up cost)
+    buffer = 16 * args.batch
+    config = LoaderConfig(
+        batch_size=args.batch, workers=workers, legal_cache=0, shuffle_buffer=buffer, seed=0
+    )
+    loader = iter(training_loader([tmp / "shards"], config))
+    batch = next(loader)
+    for _ in range(2 * buffer // args.batch):
+        next(loader)
+    step, precision = _train_step(args.arch)
+    step(batch)
+
+    def load() -> None:
+        next(loader)
+
+    def fed() -> None:
+        step(next(loader))
+
+    rounds: dict[str, list[float]] = {"load": [], "train": [], "fed": [], "import": []}
+    for _ in range(args.rounds):
+        rounds["load"].append(rate(load, args.batch, args.seconds, warmup=0))
+        rounds["train"].append(rate(lambda: step(batch), args.batch, args.seconds, warmup=0))
+        rounds["fed"].append(rate(fed, args.batch, args.seconds, warmup=0))
+        rounds["import"].append(rate(import_once, args.pgn_games, args.seconds, warmup=0))
+    loader = None  # stops the worker processes before the files go
+
+    def ratio(a: str, b: str) -> float:
+        return round(median([x / y for x, y in zip(rounds[a], rounds[b])]), 3)
+
+    return {
+        "bytes_per_position": round(shard.stat().st_size / positions, 2),
+        "bytes_per_position_lzma": round(lzma_size / positions, 2),
+        "raw_bytes_per_position": round(len(raw) / positions, 2),
+        "zlib_round_trip_ms": round(zlib_s * 1000, 1),
+        "lzma_round_trip_ms": round(lzma_s * 1000, 1),
+        "read_shard_positions_per_s": round(positions / read_s, 1),
+        "selfplay_positions": positions,
+        "policy_entries_per_position": round(len(columns.arrays["pol_index"]) / positions, 2),
+        "import_games_per_s": round(median(rounds["import"]), 1),
+        "import_plies_per_game": round(plies or 0, 1),
+        "loader_samples_per_s": round(median(rounds["load"]), 1),
+        "loader_workers": workers,
+        "shuffle_buffer": buffer,
+        "train_step_samples_per_s": round(median(rounds["train"]), 1),
+        "train_fed_samples_per_s": round(median(rounds["fed"]), 1),
+        "loader_over_train": ratio("load", "train"),
+        "fed_over_train": ratio("fed", "train"),
+        "arch": args.arch,
+        "batch": args.batch,
+        "precision": precision,
+        "rounds": args.rounds,
+    }
