@@ -163,3 +163,15 @@ def test_empty_or_tiny_input(tmp_path, games):
     assert summary["imported"] == games and summary["skipped"] == 0
     assert len(shard_paths([tmp_path / "o"])) == games
     assert np.isfinite(summary["games_per_s"])
+
+
+def test_unclosed_comment_costs_one_game_not_the_file(tmp_path, monkeypatch):
+    import frugalzero.data.pgn as pgn
+
+    monkeypatch.setattr(pgn, "MAX_GAME_CHARS", 2000)
+    runaway = '[Event "runaway"]\n[Result "1-0"]\n\n1. e4 {never closed e5 1-0\n' + "x " * 2000
+    path = tmp_path / "r.pgn"
+    path.write_text(GOOD_3 + "\n" + runaway + "\n\n" + GOOD_1)
+    summary = import_pgn([path], tmp_path / "o", workers=1, show_progress=False)
+    assert summary["imported"] == 2
+    assert [(s["game"], s["reason"]) for s in summary["skipped_games"]] == [(2, "too long")]

@@ -75,7 +75,7 @@ def import_pgn(
     out = Path(out_dir)
     workers = workers or default_workers()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    prefix = f"pgn-{stamp}"
+    prefix = f"pgn-{stamp}-{os.getpid()}"
     total_bytes = sum(p.stat().st_size for p in paths)
     progress = [0, 0]  # bytes of the current file, bytes of finished files
     stats: Counter = Counter()

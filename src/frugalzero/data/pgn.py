@@ -30,6 +30,7 @@ STANDARD_VARIANTS = {"standard", "chess", "normal", "from position", "frompositi
 _RESULT_AT_END = re.compile(r"(?:1-0|0-1|1/2-1/2|\*)\s*$")
 _COMMENT = re.compile(r"\{[^}]*\}|;[^\n]*")
 _VARIATION = re.compile(r"\([^()]*\)")
+MAX_GAME_CHARS = 1 << 20  # no real game comes near; bounds memory on a damaged file
 _MOVE_NUMBER = re.compile(r"\d+\s*\.+")
 _GAP = re.compile(r"(?:\s|[+#]|\d+\s*\.+)*")  # what may stand between tokens: move numbers
 
@@ -41,6 +42,7 @@ class RawGame:
     number: int  # 1-based within its file
     line: int  # its first line in the file
     text: str
+    oversized: bool = False  # longer than MAX_GAME_CHARS: text dropped, game skipped
 
 
 @dataclass
@@ -71,17 +73,21 @@ def split_games(lines: Iterable[str]) -> Iterator[RawGame]:
     take them as the end of the game). A byte-order mark anywhere at a line start is removed.
     """
     current: list[str] = []
-    number, first = 0, 0
-    in_moves = ended = blank_after_headers = False
+    number, first, size = 0, 0, 0
+    in_moves = ended = blank_after_headers = oversized = False
     depth = 0
 
     def finish() -> RawGame | None:
-        nonlocal current, in_moves, ended, blank_after_headers, depth, number
+        nonlocal current, in_moves, ended, blank_after_headers, depth, number, size, oversized
         game = None
-        if any(not ln.startswith(("%", ";")) for ln in current):
+        if oversized:
+            number += 1
+            game = RawGame(number, first, "", oversized=True)
+        elif any(not ln.startswith(("%", ";")) for ln in current):
             number += 1
             game = RawGame(number, first, "".join(current))
         current, in_moves, ended, blank_after_headers, depth = [], False, False, False, 0
+        size, oversized = 0, False
         return game
 
     for lineno, line in enumerate(lines, 1):
@@ -99,10 +105,14 @@ def split_games(lines: Iterable[str]) -> Iterator[RawGame]:
             if stripped.startswith("[") and (in_moves or blank_after_headers):
                 if game := finish():
                     yield game
-        if not current:
+        if not current and not oversized:
             first = lineno
         if not line.endswith("\n"):
             line += "\n"
+        size += len(line)
+        if size > MAX_GAME_CHARS:  # keep nothing more; an unclosed comment ends here
+            oversized, current, depth, in_moves = True, [], 0, True
+            continue
         current.append(line)
         if depth == 0 and not in_moves and stripped.startswith(("[", "%", ";")):
             continue
@@ -110,7 +120,7 @@ def split_games(lines: Iterable[str]) -> Iterator[RawGame]:
         if "{" in line or "}" in line:
             depth = max(0, depth + line.count("{") - line.count("}"))
         ended = depth == 0 and bool(_RESULT_AT_END.search(stripped))
-    if current and (game := finish()):
+    if (current or oversized) and (game := finish()):
         yield game
 
 
@@ -223,6 +233,8 @@ def parse_game(raw: RawGame, file: str, min_elo: int = 0) -> GameRecord | Skippe
     def skip(reason: str, detail: str = "") -> Skipped:
         return Skipped(file, raw.number, raw.line, reason, detail)
 
+    if raw.oversized:
+        return skip("too long", f"more than {MAX_GAME_CHARS} characters")
     visitor = chess.pgn.read_game(io.StringIO(raw.text), Visitor=lambda: _MainLine(min_elo))
     if visitor is None:
         return skip("empty")
