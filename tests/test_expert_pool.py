@@ -16,7 +16,7 @@ from frugalzero.chess.moves import move_to_index
 from frugalzero.errors import UserError
 from frugalzero.expert.engine import EngineConfig, resolve_command
 from frugalzero.expert.playout import PlayoutTask
-from frugalzero.expert.pool import LabelError, StockfishPool
+from frugalzero.expert.pool import LabelError, PoolBroken, StockfishPool
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +153,21 @@ def test_a_hung_engine_is_killed_and_its_position_retried(stockfish, tmp_path):
     assert stats["timeouts"] == 1 and stats["restarts"] == 1
     for record, task in zip(records, work):
         check_playout(record, task)
+
+
+def test_an_engine_that_cannot_be_restarted_stops_the_pool(stockfish, tmp_path):
+    marker = tmp_path / "started-once"
+    script = tmp_path / "one-shot-engine"
+    script.write_text(f"#!/bin/sh\n[ -e {marker} ] && exit 1\ntouch {marker}\nexec {stockfish}\n")
+    script.chmod(0o755)
+    config = EngineConfig(command=str(script), nodes=30, timeout_s=2, retries=1)
+    with StockfishPool(config, size=1) as pool:
+        os.kill(pool.engine_pids()[0], signal.SIGKILL)
+        future = pool.submit(tasks(1)[0])
+        with pytest.raises(PoolBroken, match="cannot be restarted"):
+            future.result(timeout=30)
+        with pytest.raises(PoolBroken):
+            pool.submit(tasks(1)[0]).result(timeout=5)
 
 
 def test_engine_that_cannot_start_is_a_user_error(tmp_path):

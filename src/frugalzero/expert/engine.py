@@ -102,6 +102,10 @@ class EngineFailed(RuntimeError):
     """The engine failed on one request ``retries + 1`` times in a row, or cannot start."""
 
 
+class EngineUnavailable(EngineFailed):
+    """The engine cannot be started at all: no point going on with other positions."""
+
+
 @dataclass
 class EngineStats:
     """What went wrong so far (and was repaired)."""
@@ -181,12 +185,15 @@ class EngineSession:
         """The engine's move and score in ``board`` (its move stack is sent as history)."""
         attempts = self.config.retries + 1
         failure = "no attempt"
+        start_failed = False
         for _ in range(attempts):
+            start_failed = False
             if self._protocol is None or self._protocol.returncode.done():
                 try:
                     await self.start()
                 except EngineFailed as exc:
                     failure = str(exc)
+                    start_failed = True
                     continue
             assert self._protocol is not None
             try:
@@ -211,6 +218,8 @@ class EngineSession:
                 continue
             self.stats.moves += 1
             return result.move, result.info.get("score")
+        if start_failed:  # the last try could not even start it
+            raise EngineUnavailable(failure)
         raise EngineFailed(
             f"engine {self.command} failed {attempts} times in a row on {board.fen()}: {failure}"
         )

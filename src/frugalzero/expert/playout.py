@@ -14,7 +14,7 @@ import chess
 
 from frugalzero.chess.moves import move_to_index
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
-from frugalzero.expert.engine import EngineFailed, EngineSession
+from frugalzero.expert.engine import EngineFailed, EngineSession, EngineUnavailable
 from frugalzero.expert.values import score_text, score_to_value
 
 
@@ -117,6 +117,8 @@ async def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
             break
         try:
             move, score = await session.play(board)
+        except EngineUnavailable:
+            raise  # the worker gives up its slot; the pool decides what happens next
         except EngineFailed as exc:
             extra["end"] = f"engine failed: {exc}"
             break

@@ -24,7 +24,7 @@ from time import monotonic
 import chess
 
 from frugalzero.errors import UserError
-from frugalzero.expert.engine import EngineConfig, EngineFailed, resolve_command
+from frugalzero.expert.engine import EngineConfig, resolve_command
 from frugalzero.expert.playout import AnalyseTask, Label
 from frugalzero.expert.worker import worker_main
 
@@ -34,6 +34,10 @@ START_GRACE_S = 30.0  # spawning a worker process and importing python-chess
 
 class LabelError(RuntimeError):
     """A task that could not be done (bad input, or an engine that failed every retry)."""
+
+
+class PoolBroken(UserError):
+    """The engines cannot be (re)started any more: nothing queued can be done."""
 
 
 @dataclass
@@ -114,7 +118,7 @@ class StockfishPool:
         future: Future = Future()
         with self._lock:
             if self._broken:
-                future.set_exception(EngineFailed(self._broken))
+                future.set_exception(PoolBroken(self._broken))
                 return future
             if self._closing:
                 raise RuntimeError("pool is closed")
@@ -150,13 +154,7 @@ class StockfishPool:
         """Best move and score of each position: a board (its move stack is the history), a
         FEN, or (FEN, UCI moves). Raises LabelError if one cannot be labelled."""
         futures = [self.submit(_analyse_task(p)) for p in positions]
-        labels = []
-        for future in futures:
-            try:
-                labels.append(future.result())
-            except (EngineFailed, ValueError) as exc:
-                raise LabelError(str(exc)) from None
-        return labels
+        return [future.result() for future in futures]
 
     def stats(self) -> dict[str, int]:
         with self._lock:
@@ -230,15 +228,20 @@ class StockfishPool:
                 for index, worker in enumerate(self._workers):
                     if worker.conn in ready or worker.process.sentinel in ready:
                         self._service(index, worker)
+        except Exception as exc:  # a bug here must not leave callers waiting forever
+            with self._lock:
+                self._broken = f"Stockfish pool failed: {exc!r}"
         finally:
             self._shutdown_workers()
             with self._lock:
                 jobs = list(self._pending) + [j for w in self._workers for j in w.jobs.values()]
                 self._pending.clear()
+                reason = self._broken
             for job in jobs:
-                job.future.cancel() or job.future.done() or job.future.set_exception(
-                    RuntimeError("pool closed")
-                )
+                if not job.future.cancel() and not job.future.done():
+                    job.future.set_exception(
+                        PoolBroken(reason) if reason else RuntimeError("pool closed")
+                    )
 
     def _service(self, index: int, worker: _Worker) -> None:
         closed = False
@@ -272,7 +275,8 @@ class StockfishPool:
                     job.future.set_result(message[2])
                 else:
                     job.future.set_exception(LabelError(message[2]))
-        # "fatal" (a replacement whose engine would not start) is handled when it exits
+        elif kind == "fatal":  # its engine will not start: counted when the worker exits
+            worker.ready = False
 
     def _replace(self, index: int, worker: _Worker, why: str) -> None:
         worker.process.join(timeout=5)
@@ -294,7 +298,7 @@ class StockfishPool:
                 jobs = list(self._pending)
                 self._pending.clear()
                 for job in jobs:
-                    job.future.set_exception(EngineFailed(self._broken))
+                    job.future.set_exception(PoolBroken(self._broken))
             if self._broken:
                 return
         worker.conn.close()

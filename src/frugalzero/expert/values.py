@@ -17,7 +17,7 @@ import math
 
 import chess.engine
 
-VALUE_SCALE = 250.0
+VALUE_SCALE = 320.0
 """Centipawns at which the side to move's expected score is 10/11 (value 0.82)."""
 
 

@@ -11,7 +11,12 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from frugalzero.expert.engine import EngineConfig, EngineFailed, EngineSession
+from frugalzero.expert.engine import (
+    EngineConfig,
+    EngineFailed,
+    EngineSession,
+    EngineUnavailable,
+)
 from frugalzero.expert.playout import AnalyseTask, PlayoutTask, analyse, playout
 
 
@@ -36,6 +41,9 @@ def worker_main(conn, config: EngineConfig, command: str) -> None:
             task_id, task = message
             try:
                 result = loop.run_until_complete(_run(session, task))
+            except EngineUnavailable as exc:
+                conn.send(("fatal", str(exc)))  # the pool redoes the task in a new worker
+                return
             except (EngineFailed, ValueError) as exc:
                 conn.send(("failed", task_id, str(exc), session.stats.take()))
             else:
