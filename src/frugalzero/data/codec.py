@@ -360,7 +360,7 @@ def decode_games(columns: GameColumns) -> list[GameRecord]:
                 targets.append(None)
             else:
                 indices, probs = ply_policy(columns, off, ply, kind, moves[ply - start], turn)
-                indices, probs = indices.copy(), probs.copy()
+                indices, probs = indices.astype(np.int64), probs.copy()
                 targets.append(
                     PlyTarget(
                         indices,
@@ -386,7 +386,7 @@ def decode_games(columns: GameColumns) -> list[GameRecord]:
 
 
 def policy_arrays(columns: GameColumns, off: Offsets) -> tuple[np.ndarray, np.ndarray]:
-    """Every stored policy entry's index (int64) and probability (float32), aligned with
+    """Every stored policy entry's index (int16) and probability (float32), aligned with
     ``pol_index``; computed once per shard, so a ply's target is two slices (views)."""
     if columns._policy is None:
         a = columns.arrays
@@ -397,7 +397,7 @@ def policy_arrays(columns: GameColumns, off: Offsets) -> tuple[np.ndarray, np.nd
         per_count = np.repeat(a["pol_total"], np.diff(off.count)[kind == COUNTS])
         probs[counts] = (a["pol_count"] / per_count.astype(np.float64)).astype(np.float32)
         probs[entry_kind == FLOATS] = a["pol_prob"]
-        columns._policy = (a["pol_index"].astype(np.int64), probs)
+        columns._policy = (a["pol_index"].astype(np.int16), probs)  # 4672 < 2**15
     return columns._policy
 
 
@@ -406,9 +406,9 @@ _ONE.flags.writeable = False
 
 
 def ply_policy(columns: GameColumns, off: Offsets, ply: int, kind: int, move, turn: bool):
-    """(indices int64, probs float32) of one ply's policy target (read-only views)."""
+    """(indices int16, probs float32) of one ply's policy target (views: samples stay small)."""
     if kind == PLAYED:
-        return np.array([move_to_index(move, turn)], dtype=np.int64), _ONE
+        return np.array([move_to_index(move, turn)], dtype=np.int16), _ONE
     indices, probs = policy_arrays(columns, off)
     i0, i1 = off.index[ply], off.index[ply + 1]
     return indices[i0:i1], probs[i0:i1]

@@ -11,6 +11,7 @@ and the policy. ``iterate_in_order`` reads a fixed set (validation) in order, un
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -99,9 +100,11 @@ def pack(samples: list[Sample]) -> CompactBatch:
     return CompactBatch(
         frames=stack_history(samples),
         meta=np.array([s.meta for s in samples], dtype=np.int64),
-        legal=np.concatenate([s.legal for s in samples]).astype(np.int16),
+        legal=np.concatenate([s.legal for s in samples]).astype(np.int16, copy=False),
         legal_len=np.array([len(s.legal) for s in samples], dtype=np.int32),
-        policy_index=np.concatenate([s.policy_indices for s in samples]).astype(np.int16),
+        policy_index=np.concatenate([s.policy_indices for s in samples]).astype(
+            np.int16, copy=False
+        ),
         policy_prob=np.concatenate([s.policy_probs for s in samples]).astype(np.float32),
         policy_len=np.array([len(s.policy_indices) for s in samples], dtype=np.int32),
         values=np.array([(s.z, s.search_value, s.expert_value) for s in samples], dtype=np.float32),
@@ -208,7 +211,8 @@ class ShuffledPositions(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
         cfg = self.config
-        rng = np.random.default_rng([cfg.seed, worker])
+        rng = np.random.default_rng([cfg.seed, worker])  # shard and game order
+        pick = random.Random(cfg.seed * 1_000_003 + worker)  # per position: 10x cheaper
         cache = LegalCache(cfg.legal_cache)
         capacity = max(cfg.batch_size, cfg.shuffle_buffer // workers)
         start_at = min(capacity, 4 * cfg.batch_size)
@@ -228,12 +232,12 @@ class ShuffledPositions(torch.utils.data.IterableDataset):
                     # while filling, give out one for every two taken in: batches start early
                     if len(buffer) < start_at or pushed % 2:
                         continue
-                    j = int(rng.integers(len(buffer)))
+                    j = pick.randrange(len(buffer))
                     out.append(buffer[j])
                     buffer[j] = buffer[-1]
                     buffer.pop()
                 else:
-                    j = int(rng.integers(capacity))
+                    j = pick.randrange(capacity)
                     out.append(buffer[j])
                     buffer[j] = sample
                 if len(out) == cfg.batch_size:
@@ -241,7 +245,7 @@ class ShuffledPositions(torch.utils.data.IterableDataset):
                     out = []
             if not produced:
                 return  # this worker has no games at all
-        rng.shuffle(buffer)  # finite epochs: hand out the rest
+        pick.shuffle(buffer)  # finite epochs: hand out the rest
         buffer = out + buffer
         for i in range(0, len(buffer), cfg.batch_size):
             yield pack(buffer[i : i + cfg.batch_size])

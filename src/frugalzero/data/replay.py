@@ -31,9 +31,9 @@ class Sample:
     frames: np.ndarray  # (HISTORY - 1 + plies + 1, 13) uint64: the game's frames, padded
     row: int  # this position's frame is frames[row]; its history is rows row-7 .. row
     meta: tuple[int, ...]
-    legal: np.ndarray  # policy indices of the legal moves
-    policy_indices: np.ndarray
-    policy_probs: np.ndarray
+    legal: np.ndarray  # policy indices of the legal moves (int16)
+    policy_indices: np.ndarray  # int16 (often a view into the shard's arrays)
+    policy_probs: np.ndarray  # float32
     z: float
     search_value: float
     expert_value: float
@@ -49,8 +49,9 @@ class LegalCache:
         self.misses = 0
 
     def get(self, board: chess.Board) -> np.ndarray:
+        """Policy indices (int16: a sample holds ~35 of them) of ``board``'s legal moves."""
         if self.size <= 0:
-            return legal_moves_and_indices(board)[1]
+            return legal_moves_and_indices(board)[1].astype(np.int16)
         key = position_key(board)
         found = self._map.get(key)
         if found is not None:
@@ -59,7 +60,7 @@ class LegalCache:
         self.misses += 1
         if len(self._map) >= self.size:
             self._map.clear()
-        found = self._map[key] = legal_moves_and_indices(board)[1]
+        found = self._map[key] = legal_moves_and_indices(board)[1].astype(np.int16)
         return found
 
 
