@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 import chess
 import pytest
@@ -122,3 +123,14 @@ def test_noise_and_temperature_change_the_explored_positions(confident_net):
     assert hot_dev > max(2 * cold_dev, cold_dev + 0.1)
     assert hot_dev > max(2 * faint_dev, faint_dev + 0.1)
     assert len(set(hot)) > len(set(explore_lines(confident_net, seed=5, temperature=1.0)[0]))
+
+
+def test_bench_label_reports_both_rates(stockfish, capsys):
+    args = ["bench", "label", "--steps", "4", "--rounds", "2", "--nodes", "20", "--json"]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["labels_per_s"] > 0 and result["stockfish_only_labels_per_s"] > 0
+    assert len(result["ratios"]) == 2
+    assert result["ratio"] == pytest.approx(statistics.median(result["ratios"]), abs=2e-3)
+    assert 0.3 < result["ratio"] < 3
+    assert result["limit"] == "nodes=20" and result["engine_restarts"] == 0

@@ -1,10 +1,10 @@
 """ε-Explore labels per second against Stockfish alone labelling the same positions.
 
 Each round runs the full pipeline (the network explores, the pool plays the positions out,
-records go to shards) for ``--steps`` exploration moves, then lets the same pool (same
-engines, limit and cores) play out the very positions that round explored with nothing else
-running. ``ratio`` is the median of the per-round ratios: 1.0 means exploration costs no
-labels at all.
+records go to shards) for ``--steps`` exploration moves, and lets the same pool (same engines,
+limit and cores) play out the positions the latest pipeline run explored with nothing else
+running; the two alternate in order from round to round. ``ratio`` is the median of the
+per-round ratios: 1.0 means exploration costs no labels at all.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--net", default="default", help="network file, or 'default'")
     parser.add_argument("--steps", type=int, default=32, help="exploration moves per round")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved measurement rounds")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved measurement rounds")
     parser.add_argument("--nodes", type=int, default=1000, help="Stockfish nodes per move")
     parser.add_argument("--workers", type=int, default=0, help="engines (0 = CPU cores)")
     parser.add_argument("--games", type=int, default=8, help="exploration games side by side")
@@ -49,25 +49,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         tempfile.TemporaryDirectory(prefix="frugalzero-bench-label-") as out,
     ):
         queue = explore.queue_size()
+        explored: list = []
         explore.run(config.games, lambda record: None)  # warm up the net and the engines
-        for number in range(args.rounds):
-            explored: list = []
+
+        def pipeline(number: int) -> tuple[float, float]:
+            explored.clear()
             writer = ShardWriter(out, f"bench-{number}")
             start = time.perf_counter()
-            stats = label_playouts(
-                pool, _tee(explore.explorer.tasks(args.steps), explored), writer.add, queue
-            )
+            tasks = _tee(explore.explorer.tasks(args.steps), explored)
+            stats = label_playouts(pool, tasks, writer.add, queue)
             writer.close()
-            pipeline = stats.labels / (time.perf_counter() - start)
+            return stats.labels / (time.perf_counter() - start), stats.labels / stats.playouts
 
+        def stockfish_alone() -> float:
             start = time.perf_counter()
-            alone = label_playouts(pool, explored, lambda record: None, queue)
-            reference = alone.labels / (time.perf_counter() - start)
+            alone = label_playouts(pool, list(explored), lambda record: None, queue)
+            return alone.labels / (time.perf_counter() - start)
 
-            rounds["pipeline"].append(pipeline)
+        for number in range(args.rounds):
+            # alternate the order so a machine slowing down or speeding up favours neither;
+            # the reference labels the positions the latest pipeline run explored
+            if number % 2 == 0:
+                rate, plies = pipeline(number)
+                reference = stockfish_alone()
+            else:
+                reference = stockfish_alone()
+                rate, plies = pipeline(number)
+            rounds["pipeline"].append(rate)
             rounds["reference"].append(reference)
-            rounds["ratio"].append(pipeline / reference)
-            rounds["plies"].append(stats.labels / max(stats.playouts, 1))
+            rounds["ratio"].append(rate / reference)
+            rounds["plies"].append(plies)
         device = args.device
         if device == "auto":
             import torch
