@@ -131,12 +131,13 @@ def _explore(args: argparse.Namespace) -> int:
     openings = load_book(config.openings) if config.openings else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    _write_config(out, "explore.toml", config, {"net": str(net_path), "steps": args.steps})
+    prefix = f"explore-{time.strftime('%Y%m%d-%H%M%S')}"  # a later run adds, never replaces
+    _write_config(out, f"{prefix}.toml", config, {"net": str(net_path), "steps": args.steps})
 
     begin = time.perf_counter()
     with EpsExplore(net, config, meta.net_id, openings=openings) as run:
         start = time.perf_counter()  # rates count labelling, not starting processes
-        writer = ShardWriter(out, f"explore-{time.strftime('%Y%m%d-%H%M%S')}")
+        writer = ShardWriter(out, prefix)
         try:
             with _progress(args.steps, "explore") as progress:
                 bar = progress.add_task("explore", total=args.steps, labels=0, rate=0.0)
@@ -194,14 +195,14 @@ def _sfgames(args: argparse.Namespace) -> int:
     openings = load_book(config.openings) if config.openings else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    _write_config(out, "sfgames.toml", config, {"games": args.games})
+    prefix = f"sfgames-{time.strftime('%Y%m%d-%H%M%S')}"  # a later run adds, never replaces
+    _write_config(out, f"{prefix}.toml", config, {"games": args.games})
 
     begin = time.perf_counter()
     with StockfishPool(config.engine, config.workers) as pool:
         start = time.perf_counter()
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        shards = ShardWriter(out, f"sfgames-{stamp}")
-        pgn = PgnWriter(out, f"sfgames-{stamp}", config.pgn_games_per_file)
+        shards = ShardWriter(out, prefix)
+        pgn = PgnWriter(out, prefix, config.pgn_games_per_file)
 
         def sink(record) -> None:
             shards.add(record)
