@@ -97,6 +97,9 @@ def test_chain_of_known_results_gives_the_exact_ratings():
     assert r.players["C"].ci95 == (0.0, 0.0)
     assert r.players["A"].sigma > r.players["B"].sigma > 0  # errors add up along the chain
     assert r.players["A"].games == 40 and r.players["B"].games == 80
+    assert len(r.groups) == 1
+    split = mle_ratings(_chain_games() + [("X", "Y", 1.0), ("X", "Y", 0.0)], {"C": 0.0})
+    assert len(split.groups) == 2 and split.players["X"].elo == pytest.approx(0.0)
 
 
 def test_ratings_satisfy_the_likelihood_equations_on_a_cycle():

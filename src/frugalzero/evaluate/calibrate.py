@@ -37,9 +37,11 @@ ANCHOR = ("glaurung?nodes=100000", 2793.0)
 # 1 + int(level) (level = ((elo - 1346.6) / 143.4) ** (1 / 0.806)) but goes on searching, and
 # what that search leaves in the hash makes the next moves' shallow picks better informed, as
 # under a clock. Measured: UCI_Elo 1350 limited to depth 1 scored 0.5 of 10 against Stockfish at
-# 1 node, with 20000 nodes 7 of 20 (the issue measured 2.5 of 10 at a time control).
+# 1 node, with 20000 nodes 7 of 20 (the issue measured 2.5 of 10 at a time control). 20000 nodes
+# reach the pick depth of every level up to 2050 (depth 8); 2200 (depth 10) gets 50000.
 RUNGS = [
     "random",
+    "fairy?nodes=300&skill=-20",  # measured: random scored 3.5/20 against it, 0.5/20 at 1000
     "fairy?nodes=10000&skill=-20",
     "fairy?nodes=10000&skill=-10",
     "fairy?nodes=10000&skill=-5",
@@ -50,10 +52,10 @@ RUNGS = [
     "stockfish?elo=1500&nodes=20000",
     "stockfish?nodes=1",
     "stockfish?elo=1700&nodes=20000",
-    "stockfish?elo=1900&nodes=50000",
+    "stockfish?elo=1900&nodes=20000",
     "stockfish?nodes=1000",
     ANCHOR[0],
-    "stockfish?elo=2050&nodes=50000",
+    "stockfish?elo=2050&nodes=20000",
     "stockfish?elo=2200&nodes=50000",
     "stockfish?nodes=10000",
 ]

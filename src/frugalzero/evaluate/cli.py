@@ -148,6 +148,11 @@ def _elo(args: argparse.Namespace) -> int:
             f"their exact ratings are infinite; added {ratings.prior_draws:g} virtual draw per "
             "pairing (BayesElo's remedy)"
         )
+    if len(ratings.groups) > 1:
+        stderr_console().print(
+            f"note: the games form {len(ratings.groups)} separate groups of players; ratings "
+            "compare only within a group"
+        )
     order = sorted(ratings.players, key=lambda n: -ratings.players[n].elo)
     out = {
         "ratings": {
@@ -165,6 +170,7 @@ def _elo(args: argparse.Namespace) -> int:
         "skipped": stats.skipped,
         "anchors": anchors,
         "prior_draws": ratings.prior_draws,
+        "groups": len(ratings.groups),
     }
     if args.json:
         emit(out, True)

@@ -120,6 +120,9 @@ class Ratings:
     unbounded: list[str] = field(default_factory=list)
     """Players whose exact maximum-likelihood rating is infinite (perfect scores)."""
     iterations: int = 0
+    groups: list[list[str]] = field(default_factory=list)
+    """Players linked by games; ratings compare only within a group (each anchor-less group
+    is centred on 0)."""
 
     def los(self, a: str, b: str) -> float:
         """Probability that ``a`` is stronger than ``b``, from the ratings' joint uncertainty."""
@@ -256,7 +259,9 @@ def mle_ratings(
         players[name] = PlayerRating(
             elo, (elo - z * sigma, elo + z * sigma), int(n[i].sum()), float(s[i].sum()), sigma
         )
-    return Ratings(players, cov, names, anchors, prior_draws, [names[i] for i in bad], iterations)
+    groups = [[names[i] for i in comp] for comp in _components(n)]
+    unbounded = [names[i] for i in bad]
+    return Ratings(players, cov, names, anchors, prior_draws, unbounded, iterations, groups)
 
 
 def _newton(
