@@ -6,8 +6,10 @@ each, the rest drawn from a Dirichlet over power-law weights (rank r gets weight
 all; the move played is drawn from the visits for the first 30 plies and is the most visited
 one after (AlphaZero's temperature schedule), and games end by the rules or are adjudicated
 between plies 60 and 200. Root values drift towards the final result. Records built this
-way have the same shape and the same entropy per field as real self-play records, which is
-what the bytes-per-position figure depends on.
+way have the shape of real self-play records; their size depends mostly on how many moves are
+visited and how the counts spread, which is what the generator imitates.
+
+``every_kind_games`` adds games with every kind of target a shard stores, for tests.
 """
 
 from __future__ import annotations
