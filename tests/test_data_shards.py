@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from frugalzero.data import codec
 from frugalzero.data.records import GameRecord, PlyTarget
@@ -61,10 +63,35 @@ def test_round_trip_is_exact(tmp_path):
 
 def test_visit_counts_are_stored_as_integers():
     probs = (np.array([3, 1, 60]) / 64).astype(np.float32)
-    assert codec.exact_counts(probs)[0] == 64
-    total, counts = codec.exact_counts(np.array([0.3, 0.7], np.float32))
+    total, counts, ulps = codec.exact_counts(probs)
+    assert total == 64 and counts.tolist() == [3, 1, 60] and not ulps.any()
+    total, counts, _ = codec.exact_counts(np.array([0.3, 0.7], np.float32))
     assert total == 10 and counts.tolist() == [3, 7]
     assert codec.exact_counts(np.array([0.2137, 0.7863], np.float32)) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 300), min_size=2, max_size=60).filter(lambda c: sum(c) > 0),
+    st.sampled_from(["float64", "float32", "twice"]),
+)
+def test_any_normalisation_of_counts_round_trips_exactly(counts, how):
+    """However a producer turned visit counts into float32, the bits come back unchanged."""
+    counts = np.array(counts)
+    if how == "float64":
+        probs = (counts / counts.sum()).astype(np.float32)
+    elif how == "float32":
+        probs = counts.astype(np.float32) / np.float32(counts.sum())
+    else:  # normalised again in float32, as a search may do after dropping zeros
+        probs = (counts / counts.sum()).astype(np.float32)
+        probs = probs / probs.sum(dtype=np.float32)
+    exact = codec.exact_counts(probs)
+    if sum(counts) <= 2048:
+        assert exact is not None
+    if exact is not None:
+        total, stored, ulps = exact
+        back = codec.counts_to_probs(stored, np.full(len(stored), total), ulps)
+        assert back.tobytes() == probs.tobytes()
 
 
 def test_compact_for_selfplay(tmp_path):

@@ -9,13 +9,16 @@ game, per ply or per policy entry, so that equal kinds of bytes sit together and
 * ``kinds`` (u8 per ply): the policy-target kind in the low 3 bits, bit 3 = has a search
   value, bit 4 = has an expert value;
 * policy entries: ``pol_n`` (u8, kinds COUNTS and FLOATS), ``pol_total`` (u16, COUNTS),
-  ``pol_index`` (u16 policy index), ``pol_count`` (u16), ``pol_prob`` (f32, FLOATS);
+  ``pol_index`` (u16 policy index), ``pol_count`` (u16), ``pol_ulp`` (i8, COUNTS: see
+  below), ``pol_prob`` (f32, FLOATS);
 * ``search_value`` and ``expert_value`` (f32, only where present).
 
 Policy targets are stored exactly. A one-hot target on the played move costs nothing beyond
 its kind byte (PGN, Stockfish games). Visit distributions are stored as integer counts over a
-common denominator, found from the probabilities themselves (``exact_counts``) and checked to
-give back the very same float32 values; anything else falls back to raw float32. Values are
+common denominator, found from the probabilities themselves (``exact_counts``), plus each
+probability's distance in float32 steps from ``float32(count / total)`` (zero unless the
+producer normalised differently, e.g. twice): together they give back the very same float32
+values. Anything else falls back to raw float32. Values are
 kept as float32, the precision training uses.
 """
 
@@ -38,6 +41,7 @@ HAS_SEARCH, HAS_EXPERT = 8, 16
 KIND_MASK = 7
 
 MAX_DENOMINATOR = 2048  # visit totals up to this are recognised exactly (see exact_counts)
+MAX_ULPS = 8  # renormalising costs a few float32 steps; arbitrary floats land further off
 MAX_PLIES = 65535
 
 _PROMO_CODE = {None: 0, chess.KNIGHT: 1, chess.BISHOP: 2, chess.ROOK: 3, chess.QUEEN: 4}
@@ -45,11 +49,13 @@ _PROMO_PIECE = (None, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN)
 
 U16_COLUMNS = ("plies", "moves", "pol_total", "pol_index", "pol_count")
 U8_COLUMNS = ("kinds", "pol_n")
+I8_COLUMNS = ("pol_ulp",)
 F32_COLUMNS = ("pol_prob", "search_value", "expert_value")
-ARRAY_COLUMNS = U16_COLUMNS + U8_COLUMNS + F32_COLUMNS
+ARRAY_COLUMNS = U16_COLUMNS + U8_COLUMNS + I8_COLUMNS + F32_COLUMNS
 DTYPES = {
     **{c: np.dtype("<u2") for c in U16_COLUMNS},
     **{c: np.dtype("u1") for c in U8_COLUMNS},
+    **{c: np.dtype("i1") for c in I8_COLUMNS},
     **{c: np.dtype("<f4") for c in F32_COLUMNS},
 }
 
@@ -77,13 +83,15 @@ def move_table() -> list[chess.Move]:
     return _MOVE_TABLE
 
 
-def exact_counts(probs: np.ndarray) -> tuple[int, np.ndarray] | None:
-    """(total, counts) with ``float32(counts / total) == probs`` exactly, or None.
+def exact_counts(probs: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """(total, counts, ulps) that give back ``probs`` exactly, or None.
 
     A visit distribution is counts / visits. Every float32 of the form c / n with n <= 2048 is
     closer to c / n than to any other fraction with such a denominator (their spacing,
-    1 / 2048**2, exceeds float32 rounding), so ``limit_denominator`` recovers each one; the
-    total is the least common multiple of the denominators, and the result is verified.
+    1 / 2048**2, exceeds float32 rounding by far), so ``limit_denominator`` recovers each one;
+    the total is the least common multiple of the denominators. ``ulps`` is how many float32
+    steps each probability lies from ``float32(count / total)`` (0 when the producer divided
+    once, small when it normalised again); ``counts_to_probs`` inverts this exactly.
     """
     total = 1
     for value in np.unique(probs):
@@ -93,10 +101,18 @@ def exact_counts(probs: np.ndarray) -> tuple[int, np.ndarray] | None:
         total = total * den // math.gcd(total, den)
         if total > 65535:
             return None
-    counts = np.rint(probs.astype(np.float64) * total)
-    if not np.array_equal((counts / total).astype(np.float32), probs):
+    counts = np.rint(probs.astype(np.float64) * total).astype(np.uint16)
+    base = (counts / float(total)).astype(np.float32)
+    ulps = probs.view(np.int32).astype(np.int64) - base.view(np.int32)
+    if np.abs(ulps).max(initial=0) > MAX_ULPS:
         return None
-    return total, counts.astype(np.uint16)
+    return total, counts, ulps.astype(np.int8)
+
+
+def counts_to_probs(counts: np.ndarray, totals: np.ndarray, ulps: np.ndarray) -> np.ndarray:
+    """float32 probabilities from counts, their totals (one per count) and ulp corrections."""
+    base = (counts / totals.astype(np.float64)).astype(np.float32)
+    return (base.view(np.int32) + ulps.astype(np.int32)).view(np.float32)
 
 
 @dataclass
@@ -142,7 +158,7 @@ def encode_game(record: GameRecord) -> GameColumns:
         raise RecordError(f"{where}: bad start_fen ({exc})") from None
     turn = board.turn
     moves, kinds = [], []
-    pol_n, pol_total, pol_index, pol_count, pol_prob = [], [], [], [], []
+    pol_n, pol_total, pol_index, pol_count, pol_ulp, pol_prob = [], [], [], [], [], []
     search, expert = [], []
     for ply, (uci, target) in enumerate(zip(record.moves, record.targets)):
         try:
@@ -157,7 +173,9 @@ def encode_game(record: GameRecord) -> GameColumns:
         if target is None:
             kinds.append(NONE)
             continue
-        kind = _encode_policy(target, played, pol_n, pol_total, pol_index, pol_count, pol_prob)
+        kind = _encode_policy(
+            target, played, pol_n, pol_total, pol_index, pol_count, pol_ulp, pol_prob
+        )
         if kind is None:
             raise RecordError(f"{where}: ply {ply}: bad policy target")
         if target.search_value is not None:
@@ -175,6 +193,7 @@ def encode_game(record: GameRecord) -> GameColumns:
         "pol_total": pol_total,
         "pol_index": pol_index,
         "pol_count": pol_count,
+        "pol_ulp": pol_ulp,
         "pol_prob": pol_prob,
         "search_value": search,
         "expert_value": expert,
@@ -190,7 +209,9 @@ def _value(value: float, where: str, ply: int, name: str) -> float:
     return value
 
 
-def _encode_policy(target: PlyTarget, played, pol_n, pol_total, pol_index, pol_count, pol_prob):
+def _encode_policy(
+    target: PlyTarget, played, pol_n, pol_total, pol_index, pol_count, pol_ulp, pol_prob
+):
     if len(target.policy_indices) == 1 and len(target.policy_probs) == 1:  # fast path: one-hot
         index = int(target.policy_indices[0])
         if float(target.policy_probs[0]) == 1.0 and 0 <= index < NUM_MOVES:
@@ -199,11 +220,13 @@ def _encode_policy(target: PlyTarget, played, pol_n, pol_total, pol_index, pol_c
             pol_index.append(index)
             return OTHER
     indices = np.asarray(target.policy_indices).reshape(-1)
-    probs = np.asarray(target.policy_probs, dtype=np.float32).reshape(-1)
+    probs = np.ascontiguousarray(target.policy_probs, dtype=np.float32).reshape(-1)
     n = len(indices)
     if n == 0 or n != len(probs) or n > 255:
         return None
     if indices.min() < 0 or indices.max() >= NUM_MOVES or not np.isfinite(probs).all():
+        return None
+    if probs.min() < 0 or abs(float(probs.sum(dtype=np.float64)) - 1.0) > 1e-3:
         return None
     if n == 1 and probs[0] == 1.0:
         if int(indices[0]) == played:
@@ -218,6 +241,7 @@ def _encode_policy(target: PlyTarget, played, pol_n, pol_total, pol_index, pol_c
         return FLOATS
     pol_total.append(exact[0])
     pol_count.extend(exact[1].tolist())
+    pol_ulp.extend(exact[2].tolist())
     return COUNTS
 
 
@@ -257,6 +281,10 @@ def from_bytes(data: bytes, layout: dict[str, list[int]]) -> GameColumns:
     """Inverse of ``to_bytes``; raises ValueError on any inconsistency."""
     arrays = {}
     for name, dtype in DTYPES.items():
+        if name == "pol_ulp" and name not in layout:  # shards written before it existed
+            layout = {**layout, name: [0, 0]}
+            arrays[name] = np.zeros(layout["pol_count"][1] // 2, dtype=dtype)
+            continue
         offset, length = layout[name]
         raw = np.frombuffer(data, dtype=np.uint8, count=length, offset=offset)
         if length % dtype.itemsize:
@@ -326,6 +354,7 @@ def check(columns: GameColumns) -> None:
     expected = {
         "pol_index": off.index[-1],
         "pol_count": off.count[-1],
+        "pol_ulp": off.count[-1],
         "pol_prob": off.prob[-1],
         "pol_total": off.total[-1],
         "search_value": off.search[-1],
@@ -395,7 +424,7 @@ def policy_arrays(columns: GameColumns, off: Offsets) -> tuple[np.ndarray, np.nd
         probs = np.ones(len(entry_kind), dtype=np.float32)
         counts = entry_kind == COUNTS
         per_count = np.repeat(a["pol_total"], np.diff(off.count)[kind == COUNTS])
-        probs[counts] = (a["pol_count"] / per_count.astype(np.float64)).astype(np.float32)
+        probs[counts] = counts_to_probs(a["pol_count"], per_count, a["pol_ulp"])
         probs[entry_kind == FLOATS] = a["pol_prob"]
         columns._policy = (a["pol_index"].astype(np.int16), probs)  # 4672 < 2**15
     return columns._policy

@@ -100,6 +100,10 @@ def every_kind_games() -> list[GameRecord]:
         PlyTarget(*one_hot(e1c1), expert_value=0.25),
         PlyTarget(np.array([a8b8, 5]), np.array([0.2137, 0.7863], np.float32), -0.5, 1 / 3),
     ]
+    twice = (np.array([3, 4, 4, 60]) / 71).astype(np.float32)  # counts normalised twice
+    games[0].targets[5] = PlyTarget(
+        games[0].targets[5].policy_indices[:4].copy(), twice / twice.sum(dtype=np.float32)
+    )
     extra = {"k": "v"}
     games.append(
         GameRecord(fen, ["e8g8", "e1c1", "a8b8"], targets, None, "eps-explore", "", "x", extra)
