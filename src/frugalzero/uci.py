@@ -1,0 +1,397 @@
+"""``frugalzero uci``: our network and search as a UCI engine for any chess GUI or lichess-bot.
+
+The protocol side lives here: reading commands, keeping the position, options, the clock, and a
+search thread that can be stopped at once. Anything malformed (an unknown command, a bad FEN, an
+illegal move, ``go nodes abc``) is answered with ``info string …`` and ignored: the engine keeps
+answering and never starts an unbounded search unless told ``go infinite``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, TextIO
+
+import chess
+
+from frugalzero.chess.history import GameHistory
+from frugalzero.chess.positions import ODDS_SQUARES, odds_board
+
+ENGINE_NAME = "frugalzero"
+
+
+@dataclass
+class GoLimits:
+    """The limits of one ``go`` command (times in milliseconds)."""
+
+    wtime: int | None = None
+    btime: int | None = None
+    winc: int = 0
+    binc: int = 0
+    movestogo: int | None = None
+    movetime: int | None = None
+    nodes: int | None = None
+    depth: int | None = None
+    infinite: bool = False
+    searchmoves: list[str] = field(default_factory=list)
+
+
+_INT_FIELDS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "nodes", "depth")
+
+
+def parse_go(tokens: list[str]) -> GoLimits:
+    """Limits of ``go`` from its arguments; ValueError names the first bad one."""
+    limits = GoLimits()
+    i = 0
+    while i < len(tokens):
+        word = tokens[i]
+        if word in _INT_FIELDS:
+            if i + 1 >= len(tokens):
+                raise ValueError(f"go {word}: missing number")
+            try:
+                value = int(tokens[i + 1])
+            except ValueError:
+                raise ValueError(f"go {word}: {tokens[i + 1]!r} is not a number") from None
+            if word in ("winc", "binc"):
+                value = max(0, value)
+            elif value < 0 and word not in ("wtime", "btime"):
+                raise ValueError(f"go {word}: must not be negative")
+            setattr(limits, word, value)
+            i += 2
+        elif word == "infinite":
+            limits.infinite = True
+            i += 1
+        elif word == "ponder":
+            i += 1  # we never ponder; searched as a normal go
+        elif word == "searchmoves":
+            i += 1
+            while i < len(tokens) and tokens[i] not in _INT_FIELDS + ("infinite", "ponder"):
+                limits.searchmoves.append(tokens[i])
+                i += 1
+        elif word == "mate":
+            i += 2  # accepted, treated as no extra limit
+        else:
+            raise ValueError(f"go: unknown argument {word!r}")
+    return limits
+
+
+def time_budget(limits: GoLimits, turn: chess.Color, overhead_ms: int) -> float | None:
+    """Seconds to spend on this move, or None when no clock or movetime applies.
+
+    A fixed share of the remaining time plus most of the increment, never more than a fifth
+    of the clock, always leaving ``overhead_ms`` for the GUI and the pipe.
+    """
+    if limits.movetime is not None:
+        return max(0.01, (limits.movetime - overhead_ms) / 1000)
+    remaining = limits.wtime if turn == chess.WHITE else limits.btime
+    if remaining is None:
+        return None
+    increment = limits.winc if turn == chess.WHITE else limits.binc
+    moves_left = limits.movestogo or 30
+    budget = remaining / moves_left + 0.75 * increment
+    budget = min(budget, remaining / 5, remaining - overhead_ms)
+    return max(0.01, budget / 1000)
+
+
+def parse_position(tokens: list[str], start: chess.Board) -> tuple[chess.Board, list[chess.Move]]:
+    """Root board and moves of ``position``; ValueError says what is wrong."""
+    if not tokens:
+        raise ValueError("position: expected startpos or fen")
+    if tokens[0] == "startpos":
+        board, rest = start.copy(stack=False), tokens[1:]
+    elif tokens[0] == "fen":
+        end = tokens.index("moves") if "moves" in tokens else len(tokens)
+        fen = " ".join(tokens[1:end])
+        try:
+            board = chess.Board(fen)
+        except ValueError as exc:
+            raise ValueError(f"position fen: bad FEN {fen!r} ({exc})") from None
+        if not board.is_valid():
+            raise ValueError(f"position fen: impossible position {fen!r} ({board.status()!r})")
+        rest = tokens[end:]
+    else:
+        raise ValueError(f"position: expected startpos or fen, got {tokens[0]!r}")
+    moves: list[chess.Move] = []
+    if rest:
+        if rest[0] != "moves":
+            raise ValueError(f"position: expected 'moves', got {rest[0]!r}")
+        probe = board.copy(stack=False)
+        for uci in rest[1:]:
+            try:
+                move = chess.Move.from_uci(uci)
+            except ValueError:
+                raise ValueError(f"position: {uci!r} is not a move") from None
+            if move not in probe.legal_moves:
+                raise ValueError(f"position: illegal move {uci} in {probe.fen()}")
+            probe.push(move)
+            moves.append(move)
+    return board, moves
+
+
+@dataclass
+class SearchRequest:
+    """What the engine asks a searcher for one ``go``."""
+
+    history: GameHistory
+    nodes: int | None
+    seconds: float | None
+    infinite: bool
+    searchmoves: list[chess.Move]
+
+
+class Searcher(Protocol):
+    """Finds a move for ``request`` until its limits, ``stop`` or ``request.infinite`` ends."""
+
+    def search(self, request: SearchRequest, stop: threading.Event,
+               info: Callable[[str], None]) -> chess.Move: ...  # fmt: skip
+
+    def new_game(self) -> None: ...
+
+    def set_option(self, name: str, value: str) -> None: ...
+
+    # optional: ``wait_ready()`` blocks until the searcher can search ('isready' calls it)
+
+
+@dataclass
+class Option:
+    name: str
+    kind: str  # spin, check, combo, string
+    default: str
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        text = f"option name {self.name} type {self.kind} default {self.default}"
+        if self.kind == "spin":
+            text += f" min {self.minimum} max {self.maximum}"
+        for choice in self.choices:
+            text += f" var {choice}"
+        return text
+
+    def check(self, value: str) -> str:
+        if self.kind == "spin":
+            number = int(value)
+            if not (self.minimum or 0) <= number <= (self.maximum or number):
+                raise ValueError(f"{self.name} must be {self.minimum}..{self.maximum}")
+            return str(number)
+        if self.kind == "check":
+            if value.lower() not in ("true", "false"):
+                raise ValueError(f"{self.name} must be true or false")
+            return value.lower()
+        if self.kind == "combo" and value not in self.choices:
+            raise ValueError(f"{self.name} must be one of {', '.join(self.choices)}")
+        return value
+
+
+# options the engine handles itself; a searcher may add its own (nodes, batch, temperature…)
+ENGINE_OPTIONS = [
+    Option("MoveOverhead", "spin", "100", 0, 5000),
+    Option("Odds", "combo", "none", choices=("none", *ODDS_SQUARES)),
+    Option("OddsGiver", "combo", "white", choices=("white", "black")),
+]
+
+
+class UciEngine:
+    """The protocol loop. ``run`` reads ``inp`` until ``quit`` or end of input."""
+
+    def __init__(self, searcher: Searcher, inp: TextIO, out: TextIO,
+                 extra_options: list[Option] | None = None) -> None:  # fmt: skip
+        self.searcher = searcher
+        self.inp = inp
+        self.out = out
+        self.options = {o.name.lower(): o for o in ENGINE_OPTIONS + list(extra_options or [])}
+        self.values = {name: o.default for name, o in self.options.items()}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._infinite = False
+        self.history = GameHistory(self._start_board())
+
+    # -- output ---------------------------------------------------------------------------------
+    def send(self, line: str) -> None:
+        with self._lock:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+    def info_string(self, text: str) -> None:
+        self.send("info string " + " ".join(text.split()))
+
+    # -- commands -------------------------------------------------------------------------------
+    def run(self) -> None:
+        for raw in self.inp:
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                if not self.handle(line):
+                    break
+            except Exception as exc:  # the engine must survive anything a GUI sends
+                self.info_string(f"error: {exc!r} on {line!r}")
+        self._finish_search()
+
+    def handle(self, line: str) -> bool:
+        """Handle one command; False means quit."""
+        command, *args = line.split()
+        if command == "quit":
+            return False
+        if command == "uci":
+            self.send(f"id name {ENGINE_NAME}")
+            self.send("id author the frugalzero developers")
+            for option in self.options.values():
+                self.send(option.line())
+            self.send("uciok")
+        elif command == "isready":
+            wait_ready = getattr(self.searcher, "wait_ready", None)
+            if wait_ready is not None:
+                wait_ready()  # the network loads in the background after 'uci'
+            self.send("readyok")
+        elif command == "ucinewgame":
+            self._finish_search()
+            self.searcher.new_game()
+            self.history = GameHistory(self._start_board())
+        elif command == "setoption":
+            self._set_option(args)
+        elif command == "position":
+            self._position(args)
+        elif command == "go":
+            self._go(args)
+        elif command == "stop":
+            self._finish_search()
+        elif command in ("ponderhit", "debug", "register"):
+            pass
+        else:
+            self.info_string(f"unknown command {command!r} ignored")
+        return True
+
+    def _start_board(self) -> chess.Board:
+        odds = self.values.get("odds", "none")
+        if odds == "none":
+            return chess.Board()
+        giver = chess.WHITE if self.values.get("oddsgiver", "white") == "white" else chess.BLACK
+        return odds_board(odds, giver)
+
+    def _set_option(self, args: list[str]) -> None:
+        if not args or args[0] != "name":
+            self.info_string("setoption: expected 'name'")
+            return
+        if "value" in args:
+            split = args.index("value")
+            name, value = " ".join(args[1:split]), " ".join(args[split + 1 :])
+        else:
+            name, value = " ".join(args[1:]), ""
+        option = self.options.get(name.lower())
+        if option is None:
+            self.info_string(f"setoption: unknown option {name!r} ignored")
+            return
+        try:
+            value = option.check(value)
+        except ValueError as exc:
+            self.info_string(f"setoption: {exc}; kept {self.values[option.name.lower()]}")
+            return
+        self.values[option.name.lower()] = value
+        if option not in ENGINE_OPTIONS:
+            self.searcher.set_option(option.name, value)
+
+    def _position(self, args: list[str]) -> None:
+        self._wait_search()
+        try:
+            board, moves = parse_position(args, self._start_board())
+        except ValueError as exc:
+            self.info_string(f"{exc}; position unchanged")
+            return
+        history = GameHistory(board)
+        for move in moves:
+            history.push(move)
+        self.history = history
+
+    def _go(self, args: list[str]) -> None:
+        self._wait_search()
+        try:
+            limits = parse_go(args)
+        except ValueError as exc:
+            self.info_string(f"{exc}; go ignored")
+            return
+        board = self.history.board
+        legal = list(board.legal_moves)
+        if not legal:
+            self.info_string("no legal moves in this position")
+            self.send("bestmove 0000")
+            return
+        searchmoves = [chess.Move.from_uci(u) for u in limits.searchmoves
+                       if _is_uci(u) and chess.Move.from_uci(u) in legal]  # fmt: skip
+        seconds = time_budget(limits, board.turn, int(self.values["moveoverhead"]))
+        nodes = limits.nodes
+        bounded = limits.infinite or seconds is not None or nodes is not None
+        if not bounded:
+            nodes = None
+            seconds = None
+            self.info_string("go without limits: searching the default node count")
+        request = SearchRequest(self.history.copy(), nodes, seconds, limits.infinite, searchmoves)
+        self._stop.clear()
+        self._infinite = limits.infinite
+        self._thread = threading.Thread(target=self._search, args=(request,), daemon=True)
+        self._thread.start()
+
+    def _search(self, request: SearchRequest) -> None:
+        board = request.history.board
+        try:
+            move = self.searcher.search(request, self._stop, self.send)
+            if move not in board.legal_moves:
+                raise RuntimeError(f"searcher returned illegal move {move}")
+        except Exception as exc:  # never leave the GUI without a bestmove
+            self.info_string(f"search failed: {exc!r}; playing the first legal move")
+            move = next(iter(board.legal_moves))
+        if request.infinite:
+            self._stop.wait()  # UCI: no bestmove before 'stop' in infinite mode
+        self.send(f"bestmove {move.uci()}")
+
+    def _wait_search(self) -> None:
+        """A command that needs the engine idle lets a bounded search finish (GUIs wait for
+        bestmove anyway; piped scripts may not) and stops an infinite one."""
+        thread = self._thread
+        if thread is None:
+            return
+        if self._infinite:
+            self._finish_search()
+        else:
+            thread.join()
+            self._thread = None
+
+    def _finish_search(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._stop.set()
+            thread.join()
+
+
+def _is_uci(text: str) -> bool:
+    try:
+        chess.Move.from_uci(text)
+        return True
+    except ValueError:
+        return False
+
+
+def deadline_after(seconds: float | None) -> float | None:
+    return None if seconds is None else time.monotonic() + seconds
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("uci", help="play as a UCI engine on stdin/stdout")
+    parser.add_argument("--net", default="default", help="network file, or 'default'")
+    parser.add_argument("--nodes", type=int, default=400, help="nodes per move without a clock")
+    parser.set_defaults(handler=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    from frugalzero.uci_search import NetSearcher, searcher_options
+
+    searcher = NetSearcher(args.net, default_nodes=args.nodes)
+    UciEngine(searcher, sys.stdin, sys.stdout, searcher_options(args.nodes)).run()
+    searcher.close()
+    return 0

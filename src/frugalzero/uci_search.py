@@ -1,0 +1,179 @@
+"""The searcher behind ``frugalzero uci``: our network with our MCTS, one game at a time.
+
+The network starts in the background (an inference process) so ``uci`` is answered at once;
+``isready`` waits for it. The tree is kept between moves when the new position continues the
+last one (tree reuse). Leaves are gathered in batches with virtual loss, so one game still
+fills the network's batches.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+
+import chess
+import numpy as np
+
+from frugalzero.search import SearchConfig, SearchTree, search
+from frugalzero.uci import Option, SearchRequest
+
+# what a UCI game wants: best play, no exploration noise, no resignation (the GUI adjudicates)
+PLAY_SEARCH = {
+    "root_noise": False,
+    "gumbel_noise": False,
+    "temperature": 0.0,
+    "temperature_plies": 0,
+    "final_temperature": 0.0,
+    "resign_threshold": -2.0,
+}
+INFO_INTERVAL = 0.5  # seconds between info lines
+
+
+def searcher_options(default_nodes: int) -> list[Option]:
+    return [
+        Option("Nodes", "spin", str(default_nodes), 1, 10_000_000),
+        Option("BatchSize", "spin", "16", 1, 256),
+        Option("Threads", "spin", "0", 0, 256),
+        Option("Temperature", "string", "0"),
+    ]
+
+
+def value_to_cp(value: float) -> int:
+    from frugalzero.evaluate.engines import value_to_cp as convert
+
+    return convert(value)
+
+
+class NetSearcher:
+    """Implements ``frugalzero.uci.Searcher`` with a network file and ``SearchTree``."""
+
+    def __init__(self, net: str, default_nodes: int = 400, seed: int = 0) -> None:
+        self.net_spec = net
+        self.nodes = default_nodes
+        self.batch = 16
+        self.threads = 0
+        self.temperature = 0.0
+        self.rng = np.random.default_rng(seed)
+        self.tree: SearchTree | None = None
+        self._evaluator = None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        threading.Thread(target=self._load, daemon=True).start()
+
+    # -- network ------------------------------------------------------------------------------
+    def _load(self) -> None:
+        try:
+            from frugalzero.nn.checkpoint import load_net, resolve_net_path
+            from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
+
+            net, _ = load_net(resolve_net_path(self.net_spec))
+            # single-game batches vary in size; compiling would cost more than it saves here
+            config = EvaluatorConfig(compile="off", threads=self.threads, cache_size=200_000)
+            self._evaluator = Evaluator(net, config)
+        except BaseException as exc:  # reported on the first search; the engine stays up
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def wait_ready(self) -> None:
+        self._ready.wait()
+
+    @property
+    def evaluator(self):
+        self._ready.wait()
+        if self._error is not None:
+            raise RuntimeError(f"network {self.net_spec!r} could not be loaded: {self._error}")
+        return self._evaluator
+
+    def close(self) -> None:
+        self._ready.wait()
+        if self._evaluator is not None:
+            self._evaluator.close()
+
+    # -- Searcher protocol --------------------------------------------------------------------
+    def new_game(self) -> None:
+        self.tree = None
+
+    def set_option(self, name: str, value: str) -> None:
+        if name == "Nodes":
+            self.nodes = int(value)
+        elif name == "BatchSize":
+            self.batch = int(value)
+            self.tree = None
+        elif name == "Temperature":
+            self.temperature = max(0.0, float(value))
+        elif name == "Threads":
+            self.threads = int(value)  # applies when the network is (re)loaded
+
+    def search(self, request: SearchRequest, stop: threading.Event,
+               info: Callable[[str], None]) -> chess.Move:  # fmt: skip
+        evaluator = self.evaluator
+        tree = self._tree_for(request)
+        deadline = None if request.seconds is None else time.monotonic() + request.seconds
+        if request.infinite or (request.seconds is not None and request.nodes is None):
+            budget = math.inf
+        else:
+            budget = request.nodes if request.nodes is not None else self.nodes
+        started = time.monotonic()
+        last_info = [started]
+
+        def should_stop() -> bool:
+            return stop.is_set() or (deadline is not None and time.monotonic() >= deadline)
+
+        def on_batch(t: SearchTree) -> None:
+            now = time.monotonic()
+            if now - last_info[0] >= INFO_INTERVAL:
+                last_info[0] = now
+                info(self._info_line(t, now - started))
+
+        search(tree, evaluator, simulations=budget, stop=should_stop, on_batch=on_batch)
+        info(self._info_line(tree, time.monotonic() - started))
+        return self._pick(tree, request)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _tree_for(self, request: SearchRequest) -> SearchTree:
+        """Reuse the last tree when the requested game continues it, else start afresh."""
+        history = request.history
+        config = SearchConfig(**PLAY_SEARCH, leaves_per_gather=self.batch)
+        tree = self.tree
+        if tree is not None:
+            old, new = tree.board, history.board
+            played = new.move_stack
+            known = old.move_stack
+            same_root = old.root() == new.root()
+            if same_root and played[: len(known)] == known and len(played) >= len(known):
+                try:
+                    for move in played[len(known) :]:
+                        tree.advance(move)
+                    return tree
+                except ValueError:
+                    pass
+        self.tree = SearchTree(history, config, rng=self.rng)
+        return self.tree
+
+    def _pick(self, tree: SearchTree, request: SearchRequest) -> chess.Move:
+        moves, visits = tree.visits()
+        if request.searchmoves:
+            allowed = np.array([m in request.searchmoves for m in moves])
+            if allowed.any():
+                visits = np.where(allowed, visits, -1)
+                return moves[int(np.argmax(visits))]
+        if self.temperature > 0 and visits.sum() > 0 and not tree.mate_in():
+            weights = visits ** (1.0 / self.temperature)
+            return moves[int(self.rng.choice(len(moves), p=weights / weights.sum()))]
+        move = tree.best_move()
+        return move if move is not None else next(iter(tree.board.legal_moves))
+
+    @staticmethod
+    def _info_line(tree: SearchTree, elapsed: float) -> str:
+        nodes = int(tree.root.n) if tree.root is not None else 0
+        mate = tree.mate_in()
+        score = f"mate {(mate + (1 if mate > 0 else -1)) // 2}" if mate else (
+            f"cp {value_to_cp(tree.root_value())}")  # fmt: skip
+        pv = " ".join(m.uci() for m in tree.pv(32))
+        nps = int(tree.started / elapsed) if elapsed > 0 else 0
+        depth = max(1, tree.max_depth)
+        return (f"info depth {depth} seldepth {depth} nodes {nodes} nps {nps} "
+                f"score {score} time {int(elapsed * 1000)} pv {pv}").rstrip()  # fmt: skip

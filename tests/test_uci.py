@@ -1,0 +1,100 @@
+"""`frugalzero uci` end to end, through python-chess's UCI client and raw pipes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import chess
+import chess.engine
+import pytest
+
+STOCKFISH = "/usr/games/stockfish"
+ENGINE = [sys.executable, "-m", "frugalzero", "uci", "--nodes", "16"]
+
+
+@pytest.fixture()
+def raw_engine():
+    proc = subprocess.Popen(ENGINE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            bufsize=1)  # fmt: skip
+
+    def send(line: str) -> None:
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+
+    def wait_for(prefix: str, timeout: float = 60.0) -> tuple[str, list[str]]:
+        seen = []
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            line = proc.stdout.readline().strip()
+            seen.append(line)
+            if line.startswith(prefix):
+                return line, seen
+        raise AssertionError(f"no {prefix!r} after {seen}")
+
+    send("uci")
+    wait_for("uciok")
+    send("isready")
+    wait_for("readyok")
+    yield send, wait_for
+    send("quit")
+    proc.wait(10)
+
+
+def test_a_whole_game_against_stockfish_1350():
+    engine = chess.engine.SimpleEngine.popen_uci(ENGINE)
+    stockfish = chess.engine.SimpleEngine.popen_uci(STOCKFISH)
+    try:
+        stockfish.configure({"UCI_LimitStrength": True, "UCI_Elo": 1350, "Threads": 1})
+        board = chess.Board()
+        while not board.is_game_over(claim_draw=True) and board.ply() < 300:
+            player, limit = ((engine, chess.engine.Limit(nodes=16)) if board.turn == chess.WHITE
+                             else (stockfish, chess.engine.Limit(time=0.01)))  # fmt: skip
+            result = player.play(board, limit)
+            assert result.move in board.legal_moves
+            board.push(result.move)
+        assert board.is_game_over(claim_draw=True) or board.ply() >= 300
+    finally:
+        engine.quit()
+        stockfish.quit()
+
+
+def test_garbage_then_readyok_then_a_legal_bestmove(raw_engine):
+    send, wait_for = raw_engine
+    for line in ["xyzzy", "position fen rnbqkbnr/pppppppp/8/8 w KQkq - 0 1",
+                 "position fen not-a-fen", "go nodes abc", "go movetime",
+                 "position startpos moves e2e4 e7e5 g1f9", "setoption name Nodes value many",
+                 "go depth -3"]:  # fmt: skip
+        send(line)
+    send("isready")
+    _, seen = wait_for("readyok")
+    assert not any(line.startswith("bestmove") for line in seen)  # no search was started
+    send("position startpos moves e2e4 e7e5")
+    send("go nodes 8")
+    line, _ = wait_for("bestmove")
+    board = chess.Board()
+    board.push_uci("e2e4")
+    board.push_uci("e7e5")
+    assert chess.Move.from_uci(line.split()[1]) in board.legal_moves
+
+
+def test_stop_after_go_infinite_answers_at_once(raw_engine):
+    send, wait_for = raw_engine
+    send("position startpos")
+    send("go infinite")
+    time.sleep(1.0)
+    started = time.monotonic()
+    send("stop")
+    line, _ = wait_for("bestmove", timeout=5)
+    assert time.monotonic() - started < 0.5
+    assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
+
+
+def test_with_two_seconds_on_the_clock_it_moves_well_under_a_second(raw_engine):
+    send, wait_for = raw_engine
+    send("position startpos moves d2d4")
+    started = time.monotonic()
+    send("go wtime 2000 btime 2000 winc 0 binc 0")
+    wait_for("bestmove", timeout=5)
+    assert time.monotonic() - started < 0.5

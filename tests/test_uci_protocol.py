@@ -1,0 +1,150 @@
+"""The UCI protocol layer: parsing, time budgets, and a loop that survives garbage."""
+
+from __future__ import annotations
+
+import io
+import queue
+import threading
+import time
+
+import chess
+import pytest
+
+from frugalzero.uci import GoLimits, UciEngine, parse_go, parse_position, time_budget
+
+
+class FirstMoveSearcher:
+    """Plays the first legal move; in infinite mode waits for stop (protocol tests only)."""
+
+    def __init__(self) -> None:
+        self.requests = []
+        self.options = {}
+
+    def search(self, request, stop, info):
+        self.requests.append(request)
+        if request.infinite:
+            stop.wait()
+        info(
+            "info depth 1 nodes 1 score cp 0 pv "
+            + next(iter(request.history.board.legal_moves)).uci()
+        )
+        moves = request.searchmoves or list(request.history.board.legal_moves)
+        return moves[0]
+
+    def new_game(self):
+        pass
+
+    def set_option(self, name, value):
+        self.options[name] = value
+
+
+class Pipe(io.TextIOBase):
+    """stdin for the engine: lines put by the test, read by the engine thread."""
+
+    def __init__(self) -> None:
+        self.lines: queue.Queue = queue.Queue()
+
+    def __iter__(self):
+        while (line := self.lines.get()) is not None:
+            yield line
+
+
+class Out(io.StringIO):
+    def wait_for(self, prefix: str, timeout: float = 5.0) -> str:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for line in self.getvalue().splitlines():
+                if line.startswith(prefix):
+                    return line
+            time.sleep(0.005)
+        raise AssertionError(f"no {prefix!r} in {self.getvalue()!r}")
+
+
+def start_engine():
+    inp, out, searcher = Pipe(), Out(), FirstMoveSearcher()
+    engine = UciEngine(searcher, inp, out)
+    thread = threading.Thread(target=engine.run, daemon=True)
+    thread.start()
+    return engine, inp, out, searcher, thread
+
+
+def test_parse_go_reads_every_limit():
+    limits = parse_go("wtime 1000 btime 2000 winc 10 binc 20 movestogo 5 nodes 7 depth 3".split())
+    assert (limits.wtime, limits.btime, limits.winc, limits.binc) == (1000, 2000, 10, 20)
+    assert (limits.movestogo, limits.nodes, limits.depth) == (5, 7, 3)
+    assert parse_go(["infinite"]).infinite
+
+
+@pytest.mark.parametrize("bad", [["nodes", "abc"], ["nodes"], ["movetime", "-5"], ["bogus"]])
+def test_parse_go_refuses_malformed(bad):
+    with pytest.raises(ValueError):
+        parse_go(bad)
+
+
+def test_time_budget_is_a_small_share_of_the_clock():
+    two_seconds = GoLimits(wtime=2000, btime=2000)
+    budget = time_budget(two_seconds, chess.WHITE, overhead_ms=100)
+    assert 0.01 <= budget < 0.5
+    assert time_budget(GoLimits(movetime=300), chess.BLACK, 50) == pytest.approx(0.25)
+    assert time_budget(GoLimits(nodes=5), chess.WHITE, 100) is None
+    # in trouble on the clock: never more than a fifth, never below 10 ms
+    assert time_budget(GoLimits(wtime=50, btime=50), chess.WHITE, 100) == 0.01
+
+
+def test_parse_position_validates_fen_and_moves():
+    board, moves = parse_position("startpos moves e2e4 e7e5".split(), chess.Board())
+    assert board == chess.Board() and [m.uci() for m in moves] == ["e2e4", "e7e5"]
+    with pytest.raises(ValueError, match="bad FEN"):
+        parse_position("fen not a fen".split(), chess.Board())
+    with pytest.raises(ValueError, match="illegal move"):
+        parse_position("startpos moves e2e5".split(), chess.Board())
+
+
+def test_garbage_leaves_the_engine_answering():
+    engine, inp, out, searcher, thread = start_engine()
+    for line in [
+        "hello world",
+        "position fen 8/8/8/8 w - - 0 1",
+        "go nodes abc",
+        "position startpos moves e2e4 e7e9",
+        "setoption name Nope value 3",
+        "setoption name MoveOverhead value lots",
+        "isready",
+    ]:
+        inp.lines.put(line)
+    out.wait_for("readyok")
+    assert not searcher.requests  # nothing started a search
+    inp.lines.put("position startpos moves e2e4")
+    inp.lines.put("go nodes 10")
+    move = chess.Move.from_uci(out.wait_for("bestmove").split()[1])
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert move in board.legal_moves
+    assert out.getvalue().count("info string") >= 6
+    inp.lines.put("quit")
+    thread.join(5)
+
+
+def test_stop_after_go_infinite_answers_at_once():
+    engine, inp, out, searcher, thread = start_engine()
+    inp.lines.put("position startpos")
+    inp.lines.put("go infinite")
+    time.sleep(0.2)
+    assert "bestmove" not in out.getvalue()
+    started = time.monotonic()
+    inp.lines.put("stop")
+    out.wait_for("bestmove")
+    assert time.monotonic() - started < 0.5
+    inp.lines.put("quit")
+    thread.join(5)
+
+
+def test_odds_option_changes_the_start_position():
+    engine, inp, out, searcher, thread = start_engine()
+    inp.lines.put("setoption name Odds value queen")
+    inp.lines.put("position startpos")
+    inp.lines.put("go nodes 1")
+    out.wait_for("bestmove")
+    assert searcher.requests[-1].history.board.piece_at(chess.D1) is None
+    inp.lines.put("quit")
+    thread.join(5)
