@@ -37,7 +37,9 @@ def confident_net():
 
 
 def inline(net) -> Evaluator:
-    return Evaluator(net, EvaluatorConfig(backend="inline", precision="fp32", compile="off"))
+    # one thread: a tiny net gains nothing from more, and a busy machine makes them wait
+    config = EvaluatorConfig(backend="inline", precision="fp32", compile="off", threads=1)
+    return Evaluator(net, config)
 
 
 def test_twenty_steps_give_legal_labels_in_range(stockfish, tmp_path, capsys):
