@@ -178,3 +178,22 @@ def test_engine_that_cannot_start_is_a_user_error(tmp_path):
     broken.chmod(0o755)
     with pytest.raises(UserError, match="failed to start"):
         StockfishPool(EngineConfig(command=str(broken), timeout_s=2), size=1)
+
+
+def test_map_unordered_bounds_the_work_in_flight(stockfish):
+    counts = {"drawn": 0, "done": 0, "peak": 0}
+
+    def source():
+        for task in tasks(20, max_plies=8):
+            counts["drawn"] += 1
+            counts["peak"] = max(counts["peak"], counts["drawn"] - counts["done"])
+            yield task
+
+    with StockfishPool(EngineConfig(nodes=10), size=2) as pool:
+        seen = []
+        for task, future in pool.map_unordered(source(), max_pending=3):
+            counts["done"] += 1
+            seen.append(task.game_id)
+            assert 0 < future.result().positions <= 8
+    assert sorted(seen, key=int) == [str(i) for i in range(20)]
+    assert counts["peak"] == 3  # memory stays flat however many tasks the source has
