@@ -189,3 +189,27 @@ def test_killed_writer_leaves_no_partial_shard(tmp_path, mode):
     for path in visible:
         read_shard(path)  # every visible shard is whole
     assert len(scan_shards([out])) == len(visible)
+
+
+def test_concurrent_writers_never_clobber_each_other(tmp_path):
+    """Even two writers that (wrongly) share a prefix lose nothing: names are claimed by a
+    hard link, which fails instead of replacing an existing shard."""
+    import threading
+
+    games = selfplay_like_games(3, seed=8)
+    writers = [ShardWriter(tmp_path, "same", games_per_shard=1, level=1) for _ in range(2)]
+
+    def work(writer: ShardWriter) -> None:
+        for _ in range(10):
+            for game in games:
+                writer.add(game)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    paths = [p for w in writers for p in w.close()]
+    assert len(set(paths)) == len(paths) == 60
+    assert sorted(shard_paths([tmp_path])) == sorted(paths)
+    assert sum(len(read_shard(p)) for p in paths) == 60
