@@ -210,11 +210,17 @@ class SearchTree:
         elif not self.board.is_legal(move):
             raise ValueError(f"illegal move {move.uci()} in {self.board.fen()}")
         self.history.push(move)
-        if child is not None and child.state == EXPANDED:
-            self._new_root(child)
-        else:
-            self._new_root(None)
+        keep = child if child is not None and child.state == EXPANDED else None
+        if keep is not None:
+            root.children[keep.slot] = None
+        _dispose(root)
+        self._new_root(keep)
         self.target = self.started = 0
+
+    def close(self) -> None:
+        """Free the tree now (nodes link to their parents, so without this only Python's
+        cycle collector could reclaim them)."""
+        _dispose(self.root)
 
     def visits(self) -> tuple[list[chess.Move], np.ndarray]:
         """Root moves and their visit counts (all visits, reused ones included)."""
@@ -633,6 +639,19 @@ def _update_proof(parent: Node, slot: int, child: Node) -> bool:
         parent.plies = max(c.plies for c in children) + 1
         return True
     return False
+
+
+def _dispose(node: Node) -> None:
+    """Cut the parent links of a discarded subtree, so reference counting frees it at once and
+    the search can run with the cycle collector paused (it cost ~40% of the client's time)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        children = node.children
+        node.children = None
+        node.parent = None
+        if children:
+            stack.extend(c for c in children if c is not None)
 
 
 def _winning_slot(node: Node) -> int | None:

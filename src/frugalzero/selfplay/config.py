@@ -25,6 +25,9 @@ class SelfPlayConfig:
     """Worker processes, each with its own evaluator; 0 = one per two cores."""
     openings: str = ""
     """EPD or PGN opening book; empty = the standard start position."""
+    openings_limit: int = 0
+    """Read only the first N openings of the book (0 = all; a 35,000-game PGN book takes
+    python-chess about a minute to read)."""
     odds: Literal["", "knight", "rook", "queen"] = ""
     """Odds chess: remove this piece from the side giving odds ('' = none)."""
     odds_giver: Literal["both", "white", "black"] = "both"

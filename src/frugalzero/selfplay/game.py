@@ -40,7 +40,9 @@ def game_starts(config: SelfPlayConfig, count: int | None = None) -> list[GameSt
             GameStart(i, odds_opening(config.odds, givers[i % len(givers)])) for i in range(count)
         ]
     if config.openings:
-        sampler = OpeningSampler(load_book(config.openings), seed=config.seed)
+        sampler = OpeningSampler(
+            load_book(config.openings, config.openings_limit or None), seed=config.seed
+        )
         return [GameStart(i, sampler.next()) for i in range(count)]
     return [GameStart(i, STANDARD) for i in range(count)]
 

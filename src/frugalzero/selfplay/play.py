@@ -57,6 +57,7 @@ class _Slot:
             if game.step():
                 return True
         self._done(game.record())
+        self.tree.close()
         start = next(self._starts, None)
         if start is None:
             self.retired = True

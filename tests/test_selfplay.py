@@ -1,0 +1,250 @@
+"""Self-play: records that replay legally, starts (books, odds), resignation, statistics, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import chess
+import numpy as np
+import pytest
+
+from conftest import shared_file
+from frugalzero.chess.moves import legal_mask, move_to_index
+from frugalzero.data.records import GameRecord, PlyTarget, one_hot
+from frugalzero.data.shards import read_shard
+from frugalzero.nn.evaluator import Evaluation
+from frugalzero.search.config import SearchConfig
+from frugalzero.search.rules import game_ending
+from frugalzero.selfplay.config import SelfPlayConfig
+from frugalzero.selfplay.game import game_starts
+from frugalzero.selfplay.play import play_games
+from frugalzero.selfplay.stats import repeated_share_by_ply, selfplay_stats
+from test_search import HashEvaluator, _Done
+
+
+def _config(**overrides) -> SelfPlayConfig:
+    search = overrides.pop("search", {})
+    return SelfPlayConfig(
+        search=SearchConfig(**{"simulations": 12, **search}), **{"max_plies": 40, **overrides}
+    )
+
+
+def _play(config: SelfPlayConfig, evaluator=None) -> list[GameRecord]:
+    records: list[GameRecord] = []
+    play_games(evaluator or HashEvaluator(), game_starts(config), config, records.append, "test")
+    return records
+
+
+def _check_record(record: GameRecord, config: SelfPlayConfig) -> None:
+    """Every move legal, every target over legal moves, the result what the board says."""
+    board = chess.Board(record.start_fen)
+    history_targets = 0
+    for uci, target in zip(record.moves, record.targets):
+        move = chess.Move.from_uci(uci)
+        assert board.is_legal(move), (record.game_id, uci)
+        if target is not None:
+            history_targets += 1
+            assert legal_mask(board)[target.policy_indices].all()
+            assert target.policy_probs.dtype == np.float32
+            assert target.policy_probs.sum() == pytest.approx(1.0, abs=1e-5)
+            assert -1.0 <= target.search_value <= 1.0
+        board.push(move)
+    assert history_targets == record.positions
+    termination = record.extra["termination"]
+    if termination in ("checkmate", "stalemate", "insufficient material", "fifty-move rule"):
+        assert game_ending(board, 0)[0] == termination
+    if termination == "checkmate":
+        assert record.result == (-1.0 if board.turn == chess.WHITE else 1.0)
+    elif termination == "move limit":
+        assert len(record.moves) == config.max_plies and record.result == 0.0
+    elif termination == "resignation":
+        assert record.result in (-1.0, 1.0)
+    else:
+        assert record.result == 0.0
+
+
+def test_games_replay_legally_and_are_reproducible() -> None:
+    config = _config(games=6, concurrent=4, seed=3)
+    records = _play(config)
+    assert len(records) == 6
+    assert sorted(r.game_id for r in records) == [f"g{i}" for i in range(6)]
+    for record in records:
+        _check_record(record, config)
+        assert record.method == "selfplay" and record.net_id == "test"
+    again = {r.game_id: r.moves for r in _play(config)}
+    assert all(again[r.game_id] == r.moves for r in records)
+    # temperature 1 for 30 plies: the games differ from each other
+    assert len({tuple(r.moves[:10]) for r in records}) > 1
+
+
+def test_contempt_and_gumbel_methods() -> None:
+    contempt = _config(games=2, concurrent=2, search={"nscl": 3})
+    for record in _play(contempt):
+        assert record.method == "contempt"
+        _check_record(record, contempt)
+    gumbel = _config(games=2, concurrent=2, search={"gumbel": True, "simulations": 8})
+    for record in _play(gumbel):
+        assert record.method == "gumbel"
+        _check_record(record, gumbel)
+        # the improved policy covers every legal move, not just the visited ones
+        board = chess.Board(record.start_fen)
+        assert len(record.targets[0].policy_indices) == board.legal_moves.count()
+
+
+def test_odds_starts_alternate_the_giver() -> None:
+    config = _config(games=4, concurrent=4, odds="queen")
+    starts = game_starts(config)
+    boards = [chess.Board(s.opening.root_fen) for s in starts]
+    assert boards[0].piece_at(chess.D1) is None and boards[0].piece_at(chess.D8) is not None
+    assert boards[1].piece_at(chess.D8) is None and boards[1].piece_at(chess.D1) is not None
+    for record in _play(config):
+        _check_record(record, config)
+    white_only = _config(games=2, odds="knight", odds_giver="white")
+    assert all(
+        chess.Board(s.opening.root_fen).piece_at(chess.B1) is None for s in game_starts(white_only)
+    )
+
+
+def test_opening_books_epd_and_pgn() -> None:
+    epd = shared_file("openings/2moves_v1.epd")
+    pgn = shared_file("openings/8moves_v3.pgn")
+    config = _config(games=2, concurrent=2, openings=str(epd), openings_limit=50)
+    for record in _play(config):
+        assert record.start_fen != chess.STARTING_FEN
+        _check_record(record, config)
+    config = _config(games=2, concurrent=2, openings=str(pgn), openings_limit=50, max_plies=24)
+    for record in _play(config):
+        assert record.start_fen == chess.STARTING_FEN
+        assert len(record.moves) >= 16 and record.targets[:16] == [None] * 16  # book moves
+        assert record.positions == len(record.moves) - 16
+        _check_record(record, config)
+
+
+class _WhiteIsLost:
+    """Uniform priors; White is always losing."""
+
+    def submit(self, inputs):
+        return _Done(
+            [
+                Evaluation(
+                    np.full(len(i.moves), 1 / len(i.moves)), -0.99 if i.meta[0] == 1 else 0.99
+                )
+                for i in inputs
+            ]
+        )
+
+
+def test_resignation_and_false_resignations() -> None:
+    config = _config(games=2, search={"resign_disabled_share": 0.0})
+    for record in _play(config, _WhiteIsLost()):
+        assert record.extra["termination"] == "resignation" and record.result == -1.0
+        assert len(record.moves) == 2  # White resigns at its second move (resign_plies = 2)
+    never = _config(games=3, search={"resign_disabled_share": 1.0})
+    records = _play(never, _WhiteIsLost())
+    for record in records:
+        assert record.extra["resign"] == "off" and record.extra["would_resign"] == "white"
+        assert record.extra["termination"] != "resignation"
+    stats = selfplay_stats(records)
+    assert stats["would_resign"] == 3
+    expected = sum(r.result != -1.0 for r in records) / 3
+    assert stats["false_resignation_rate"] == pytest.approx(expected)
+
+
+def _record(moves: list[str], result: float, **extra: str) -> GameRecord:
+    board = chess.Board()
+    targets: list[PlyTarget | None] = []
+    for uci in moves:
+        move = chess.Move.from_uci(uci)
+        targets.append(PlyTarget(*one_hot(move_to_index(move, board.turn)), search_value=0.0))
+        board.push(move)
+    return GameRecord(chess.STARTING_FEN, moves, targets, result, "selfplay", extra=dict(extra))
+
+
+def test_statistics_are_computed_from_the_games() -> None:
+    a = ["e2e4", "e7e5", "g1f3"]
+    records = [
+        _record(a, 1.0),
+        _record(a, 0.0),  # identical to the first for 3 plies
+        _record(["e2e4", "c7c5"], -1.0),  # shares one ply
+        _record(["d2d4"], 1.0),
+        _record(["d2d4", "d7d5"], 0.0, resign="off", would_resign="black"),  # black drew
+        _record(["c2c4"], -1.0, resign="off", would_resign="white"),  # white did lose
+    ]
+    stats = selfplay_stats(records)
+    assert stats["games"] == 6 and stats["positions"] == 12
+    assert stats["wdl"] == [2, 2, 2]
+    assert stats["w_plus_l_over_d"] == 2.0
+    assert stats["mean_length"] == pytest.approx(12 / 6)
+    shares = stats["repeated_share_by_ply"]
+    assert len(shares) == 30
+    assert shares[0] == pytest.approx(5 / 6, abs=1e-4)  # e2e4 x3, d2d4 x2, c2c4 x1
+    assert shares[1] == pytest.approx(2 / 6, abs=1e-4)  # only the two "a" games still agree
+    assert shares[2:] == [pytest.approx(2 / 6, abs=1e-4)] * 28
+    assert stats["would_resign"] == 2 and stats["false_resignation_rate"] == 0.5
+    no_draws = selfplay_stats([_record(a, 1.0)])
+    assert math.isinf(no_draws["w_plus_l_over_d"])
+    assert repeated_share_by_ply([], 3) == [0.0, 0.0, 0.0]
+
+
+def test_cli_selfplay_json_and_shards(tmp_path: Path, tiny_net, capsys) -> None:
+    from frugalzero.cli import main
+    from frugalzero.config import load_config
+    from frugalzero.nn.checkpoint import save_net
+
+    net = tmp_path / "tiny.safetensors"
+    save_net(tiny_net, net)
+    out = tmp_path / "games"
+    args = ["selfplay", "--net", str(net), "--games", "3", "--out", str(out), "--sims", "8"]
+    args += ["--nscl", "4", "--json", "--set", "max_plies=16", "--set", "concurrent=2"]
+    args += ["--set", "evaluator.backend=inline", "--set", "evaluator.compile=off"]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    for key in ("games", "positions", "wdl", "w_plus_l_over_d", "repeated_share_by_ply"):
+        assert key in result
+    assert result["games"] == 3 and sum(result["wdl"]) == 3 and result["method"] == "contempt"
+    games = [g for path in result["shards"] for g in read_shard(path)]
+    assert len(games) == 3 and sum(g.positions for g in games) == result["positions"]
+    (config_file,) = out.glob("*.config.toml")
+    saved = load_config(SelfPlayConfig, str(config_file))
+    assert saved.search.nscl == 4 and saved.search.simulations == 8 and saved.max_plies == 16
+    assert (
+        main(["selfplay", "--net", str(net), "--games", "1", "--out", str(out), "--set", "bogus=1"])
+        == 2
+    )
+    assert "bogus" in capsys.readouterr().err
+
+
+def test_two_worker_processes(tmp_path: Path, tiny_net, capsys) -> None:
+    from frugalzero.cli import main
+    from frugalzero.nn.checkpoint import save_net
+
+    net = tmp_path / "tiny.safetensors"
+    save_net(tiny_net, net)
+    args = ["selfplay", "--net", str(net), "--games", "4", "--out", str(tmp_path), "--sims", "4"]
+    args += ["--workers", "2", "--json", "--set", "max_plies=8"]
+    args += ["--set", "evaluator.backend=inline", "--set", "evaluator.compile=off"]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["games"] == 4 and result["workers"] == 2
+    ids = sorted(g.game_id for path in result["shards"] for g in read_shard(path))
+    assert ids == [f"g{i}" for i in range(4)]
+
+
+def test_bench_selfplay_reports_the_ratio() -> None:
+    import argparse
+
+    from frugalzero.selfplay import bench
+
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    args = parser.parse_args(
+        ["--arch", "tiny", "--games", "8", "--sims", "8", "--rounds", "1", "--seconds", "0.5"]
+        + ["--backend", "inline", "--compile", "off", "--precision", "fp32"]
+    )
+    result = bench.run(args)
+    for key in ("positions_per_s", "evaluator_positions_per_s", "sims_per_move", "ratio"):
+        assert result[key] > 0
+    expected = result["positions_per_s"] * 8 / result["evaluator_positions_per_s"]
+    assert result["ratio"] == pytest.approx(expected, rel=0.02)
