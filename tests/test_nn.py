@@ -150,7 +150,8 @@ def test_unguarded_script_gets_a_clear_error(tmp_path):
         "from frugalzero.nn.model import PolicyValueNet, architecture\n"
         "Evaluator(PolicyValueNet(architecture('small')), EvaluatorConfig(compile='off'))\n"
     )
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                            timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode != 0
     assert "guard its entry point" in result.stderr

@@ -16,8 +16,9 @@ ENGINE = [sys.executable, "-m", "frugalzero", "uci", "--nodes", "16"]
 
 @pytest.fixture()
 def raw_engine():
-    proc = subprocess.Popen(ENGINE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            bufsize=1)  # fmt: skip
+    proc = subprocess.Popen(
+        ENGINE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+    )
 
     def send(line: str) -> None:
         proc.stdin.write(line + "\n")
@@ -49,8 +50,11 @@ def test_a_whole_game_against_stockfish_1350():
         stockfish.configure({"UCI_LimitStrength": True, "UCI_Elo": 1350, "Threads": 1})
         board = chess.Board()
         while not board.is_game_over(claim_draw=True) and board.ply() < 300:
-            player, limit = ((engine, chess.engine.Limit(nodes=16)) if board.turn == chess.WHITE
-                             else (stockfish, chess.engine.Limit(time=0.01)))  # fmt: skip
+            player, limit = (
+                (engine, chess.engine.Limit(nodes=16))
+                if board.turn == chess.WHITE
+                else (stockfish, chess.engine.Limit(time=0.01))
+            )
             result = player.play(board, limit)
             assert result.move in board.legal_moves
             board.push(result.move)
@@ -62,10 +66,16 @@ def test_a_whole_game_against_stockfish_1350():
 
 def test_garbage_then_readyok_then_a_legal_bestmove(raw_engine):
     send, wait_for = raw_engine
-    for line in ["xyzzy", "position fen rnbqkbnr/pppppppp/8/8 w KQkq - 0 1",
-                 "position fen not-a-fen", "go nodes abc", "go movetime",
-                 "position startpos moves e2e4 e7e5 g1f9", "setoption name Nodes value many",
-                 "go depth -3"]:  # fmt: skip
+    for line in [
+        "xyzzy",
+        "position fen rnbqkbnr/pppppppp/8/8 w KQkq - 0 1",
+        "position fen not-a-fen",
+        "go nodes abc",
+        "go movetime",
+        "position startpos moves e2e4 e7e5 g1f9",
+        "setoption name Nodes value many",
+        "go depth -3",
+    ]:
         send(line)
     send("isready")
     _, seen = wait_for("readyok")

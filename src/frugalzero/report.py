@@ -11,27 +11,28 @@ from rich.console import Console
 from rich.table import Table
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """``value`` with NumPy scalars made Python and non-finite floats made JSON-safe."""
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if hasattr(value, "item"):  # NumPy scalars
-        return _plain(value.item())
+        return plain(value.item())
     return value
 
 
 def to_json(result: dict[str, Any]) -> str:
-    return json.dumps(_plain(result), sort_keys=False)
+    return json.dumps(plain(result), sort_keys=False)
 
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     if isinstance(value, dict | list):
-        return json.dumps(_plain(value))
+        return json.dumps(plain(value))
     return str(value)
 
 

@@ -146,8 +146,9 @@ class SearchRequest:
 class Searcher(Protocol):
     """Finds a move for ``request`` until its limits, ``stop`` or ``request.infinite`` ends."""
 
-    def search(self, request: SearchRequest, stop: threading.Event,
-               info: Callable[[str], None]) -> chess.Move: ...  # fmt: skip
+    def search(
+        self, request: SearchRequest, stop: threading.Event, info: Callable[[str], None]
+    ) -> chess.Move: ...
 
     def new_game(self) -> None: ...
 
@@ -199,8 +200,13 @@ ENGINE_OPTIONS = [
 class UciEngine:
     """The protocol loop. ``run`` reads ``inp`` until ``quit`` or end of input."""
 
-    def __init__(self, searcher: Searcher, inp: TextIO, out: TextIO,
-                 extra_options: list[Option] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        searcher: Searcher,
+        inp: TextIO,
+        out: TextIO,
+        extra_options: list[Option] | None = None,
+    ) -> None:
         self.searcher = searcher
         self.inp = inp
         self.out = out
@@ -322,8 +328,11 @@ class UciEngine:
             self.info_string("no legal moves in this position")
             self.send("bestmove 0000")
             return
-        searchmoves = [chess.Move.from_uci(u) for u in limits.searchmoves
-                       if _is_uci(u) and chess.Move.from_uci(u) in legal]  # fmt: skip
+        searchmoves = [
+            chess.Move.from_uci(u)
+            for u in limits.searchmoves
+            if _is_uci(u) and chess.Move.from_uci(u) in legal
+        ]
         seconds = time_budget(limits, board.turn, int(self.values["moveoverhead"]))
         nodes = limits.nodes
         bounded = limits.infinite or seconds is not None or nodes is not None

@@ -107,8 +107,9 @@ class NetSearcher:
         elif name == "Threads":
             self.threads = int(value)  # applies when the network is (re)loaded
 
-    def search(self, request: SearchRequest, stop: threading.Event,
-               info: Callable[[str], None]) -> chess.Move:  # fmt: skip
+    def search(
+        self, request: SearchRequest, stop: threading.Event, info: Callable[[str], None]
+    ) -> chess.Move:
         evaluator = self.evaluator
         tree = self._tree_for(request)
         deadline = None if request.seconds is None else time.monotonic() + request.seconds
@@ -170,10 +171,15 @@ class NetSearcher:
     def _info_line(tree: SearchTree, elapsed: float) -> str:
         nodes = int(tree.root.n) if tree.root is not None else 0
         mate = tree.mate_in()
-        score = f"mate {(mate + (1 if mate > 0 else -1)) // 2}" if mate else (
-            f"cp {value_to_cp(tree.root_value())}")  # fmt: skip
+        score = (
+            f"mate {(mate + (1 if mate > 0 else -1)) // 2}"
+            if mate
+            else (f"cp {value_to_cp(tree.root_value())}")
+        )
         pv = " ".join(m.uci() for m in tree.pv(32))
         nps = int(tree.started / elapsed) if elapsed > 0 else 0
         depth = max(1, tree.max_depth)
-        return (f"info depth {depth} seldepth {depth} nodes {nodes} nps {nps} "
-                f"score {score} time {int(elapsed * 1000)} pv {pv}").rstrip()  # fmt: skip
+        return (
+            f"info depth {depth} seldepth {depth} nodes {nodes} nps {nps} "
+            f"score {score} time {int(elapsed * 1000)} pv {pv}"
+        ).rstrip()

@@ -1,0 +1,139 @@
+"""The config of ``frugalzero run``: every part's own config, plus what the loop itself needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from frugalzero.errors import UserError
+from frugalzero.evaluate.adjudicate import AdjudicationConfig
+from frugalzero.evaluate.gating import GateConfig
+from frugalzero.expert.explore import ExploreConfig
+from frugalzero.expert.sfgames import SfGamesConfig
+from frugalzero.nn.evaluator import EvaluatorConfig
+from frugalzero.search.config import SearchConfig
+from frugalzero.selfplay.config import SelfPlayConfig
+from frugalzero.train.config import TrainConfig
+
+Method = Literal["selfplay", "contempt", "gumbel", "eps-explore", "sfgames", "pgn"]
+METHODS: tuple[str, ...] = ("selfplay", "contempt", "gumbel", "eps-explore", "sfgames", "pgn")
+
+
+@dataclass
+class BudgetConfig:
+    """When the run stops: whichever limit is reached first (0 = no limit of that kind). A
+    started iteration is always finished."""
+
+    iterations: int = 10
+    """Generate-train-evaluate iterations."""
+    minutes: float = 0.0
+    """Wall-clock minutes of the whole run (resumed runs count their earlier sessions)."""
+    positions: int = 0
+    """Training positions generated."""
+
+
+@dataclass
+class NetSection:
+    """The network being trained."""
+
+    arch: str = "small"
+    """Named size: tiny, small, medium, alphazero."""
+    value_head: Literal["scalar", "wdl"] = "scalar"
+    """'scalar' (tanh) or 'wdl' (win/draw/loss logits)."""
+    init: str = ""
+    """Start from this network file ('default' = the shipped net); empty = freshly initialised."""
+    seed: int = 0
+    """Seed of the initial weights."""
+
+
+@dataclass
+class GenerateSection:
+    """How much data each iteration makes, and what training sees."""
+
+    games: int = 200
+    """Games per iteration for selfplay, contempt, gumbel and sfgames."""
+    steps: int = 2000
+    """Exploration steps (labelled playouts) per iteration for eps-explore."""
+    pgn: list[str] = field(default_factory=list)
+    """PGN files of the pgn method (imported once, in the first iteration)."""
+    pgn_min_elo: int = 0
+    """pgn method: keep games whose players are both rated at least this."""
+    window: int = 1_000_000
+    """Replay window: training reads the newest this many positions."""
+    nscl_raise: float = 0.0
+    """contempt: when an iteration's (w+l)/d falls below 1, multiply N_scl by this (0 = fixed;
+    the search-contempt paper raises N_scl as games get drawish)."""
+    openings: str = ""
+    """Opening book (EPD or PGN) for every generator; empty = each generator's default."""
+
+
+@dataclass
+class EvaluationSection:
+    """The matches after each iteration: a rating per iteration and the gating decision."""
+
+    nodes: int = 100
+    """Search nodes per move of our nets in these matches."""
+    games_vs_random: int = 20
+    """Games against the random mover each iteration (anchor of the Elo scale)."""
+    games_vs_best: int = 20
+    """Games of the new net against the current best (also the gating match)."""
+    final_games: int = 40
+    """After the last iteration: games of the final net against random and against the first
+    iteration's net."""
+    concurrency: int = 0
+    """Games at once; 0 = one per core."""
+    noise_plies: int = 8
+    """Random opening plies of every evaluation game (paired, colours swapped)."""
+    anchor_elo: float = 0.0
+    """Rating of 'random' on the Elo scale of elo.csv; 0 = the calibrated ladder's."""
+    gate: GateConfig = field(default_factory=GateConfig)
+    """How a new net replaces the best: 'always' (AlphaZero), 'threshold', 'sprt'."""
+    adjudication: AdjudicationConfig = field(default_factory=AdjudicationConfig)
+    """When evaluation games stop early."""
+
+
+@dataclass
+class RunConfig:
+    """Everything ``frugalzero run`` does; saved as config.toml in the run directory."""
+
+    method: Method = "selfplay"
+    """Data method: selfplay (PUCT + noise + temperature), contempt (search-contempt), gumbel,
+    eps-explore (network explores, Stockfish labels), sfgames (Stockfish games), pgn."""
+    seed: int = 0
+    """Seed of the run; each iteration's generators derive theirs from it."""
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    """When to stop."""
+    net: NetSection = field(default_factory=NetSection)
+    """The network."""
+    generate: GenerateSection = field(default_factory=GenerateSection)
+    """Data per iteration."""
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    """Self-play settings (selfplay, contempt, gumbel); its ``games`` is set per iteration."""
+    explore: ExploreConfig = field(default_factory=ExploreConfig)
+    """eps-explore settings."""
+    sfgames: SfGamesConfig = field(default_factory=SfGamesConfig)
+    """sfgames settings."""
+    train: TrainConfig = field(default_factory=TrainConfig)
+    """Training, once per iteration."""
+    evaluation: EvaluationSection = field(default_factory=EvaluationSection)
+    """Matches after each iteration."""
+    evaluator: EvaluatorConfig = field(default_factory=EvaluatorConfig)
+    """How the network runs in evaluation matches."""
+
+    def validate(self) -> None:
+        if self.method not in METHODS:
+            raise UserError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
+        b = self.budget
+        if min(b.iterations, b.minutes, b.positions) < 0:
+            raise UserError("budget: limits must be >= 0")
+        if not (b.iterations or b.minutes or b.positions):
+            raise UserError("budget: set iterations, minutes or positions (all are 0)")
+        if self.method == "pgn" and not self.generate.pgn:
+            raise UserError("method pgn: set generate.pgn = ['games.pgn', ...]")
+        self.train.validate()
+        self.explore.validate()
+        self.sfgames.validate()
+
+    def search(self) -> SearchConfig:
+        """The self-play search of this method."""
+        return self.selfplay.search

@@ -1,0 +1,168 @@
+"""The generation step: one iteration's training data, by the run's method, into shards.
+
+Every generator writes small shards as games finish, so a killed step keeps what it finished;
+on resume the step counts the games already on disk and makes only the rest (with a fresh seed,
+so the new games are not the lost ones replayed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from frugalzero.data.records import GameRecord
+from frugalzero.data.shards import ShardWriter, scan_shards
+from frugalzero.pipeline.config import RunConfig
+
+GAMES_PER_SHARD = 25  # small shards: a kill loses at most a few games
+
+
+def finished(out: Path) -> tuple[int, int]:
+    """(games, positions) already written under ``out``."""
+    if not out.exists():
+        return 0, 0
+    infos = scan_shards([out])
+    return sum(i.games for i in infos), sum(i.positions for i in infos)
+
+
+def _writer(out: Path) -> ShardWriter:
+    prefix = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"  # unique per session
+    return ShardWriter(out, prefix, games_per_shard=GAMES_PER_SHARD)
+
+
+def _seed(config: RunConfig, iteration: int, done: int) -> int:
+    return config.seed * 1_000_003 + iteration * 10_007 + done
+
+
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+def generate(
+    config: RunConfig,
+    out: Path,
+    iteration: int,
+    net_path: Path,
+    net_id: str,
+    nscl: float | None,
+    progress: Progress,
+) -> dict[str, Any]:
+    """Fill ``out`` with this iteration's data; returns the generator's report."""
+    method = config.method
+    if method == "pgn":
+        return _pgn(config, out, iteration)
+    target = config.generate.steps if method == "eps-explore" else config.generate.games
+    done, _ = finished(out)
+    remaining = max(0, target - done)
+    report: dict[str, Any] = {"resumed_with": done} if done else {}
+    if remaining:
+        seed = _seed(config, iteration, done)
+        if method in ("selfplay", "contempt", "gumbel"):
+            report |= _selfplay(
+                config, out, net_path, remaining, seed, nscl, done, target, progress
+            )
+        elif method == "eps-explore":
+            report |= _explore(
+                config, out, net_path, net_id, remaining, seed, done, target, progress
+            )
+        elif method == "sfgames":
+            report |= _sfgames(config, out, remaining, seed, done, target, progress)
+    games, positions = finished(out)
+    return report | {"games": games, "positions": positions}
+
+
+def selfplay_config(config: RunConfig, nscl: float | None):
+    """The self-play config of this run's method (contempt and gumbel set their search)."""
+    search = config.selfplay.search
+    if config.method == "gumbel":
+        search = dataclasses.replace(search, gumbel=True)
+    elif config.method == "contempt":
+        value = nscl if nscl is not None else search.nscl
+        search = dataclasses.replace(search, nscl=value if value != float("inf") else 5.0)
+    elif config.method == "selfplay":
+        search = dataclasses.replace(search, nscl=float("inf"), gumbel=False)
+    openings = config.generate.openings or config.selfplay.openings
+    return dataclasses.replace(config.selfplay, search=search, openings=openings)
+
+
+def _selfplay(config, out, net_path, remaining, seed, nscl, done, target, progress):
+    from frugalzero.selfplay.play import run_selfplay
+    from frugalzero.selfplay.stats import selfplay_stats
+
+    sp = dataclasses.replace(selfplay_config(config, nscl), games=remaining, seed=seed)
+    records: list[GameRecord] = []
+    with _writer(out) as writer:
+
+        def on_game(record: GameRecord) -> None:
+            writer.add(record)
+            records.append(record)
+
+        run = run_selfplay(net_path, sp, on_game, lambda n: progress(done + n, target))
+    stats = selfplay_stats(records)
+    stats["simulations_per_s"] = round(run.simulations / max(run.seconds, 1e-9), 1)
+    stats["nscl"] = sp.search.nscl
+    return {"selfplay": stats}
+
+
+def _explore(config, out, net_path, net_id, remaining, seed, done, target, progress):
+    from frugalzero.chess.positions import load_book
+    from frugalzero.expert.explore import EpsExplore
+    from frugalzero.nn.checkpoint import load_net
+
+    ex = dataclasses.replace(config.explore, seed=seed)
+    if config.generate.openings:
+        ex = dataclasses.replace(ex, openings=config.generate.openings)
+    openings = load_book(ex.openings) if ex.openings else None
+    net, _ = load_net(net_path)
+    started = time.perf_counter()
+    with EpsExplore(net, ex, net_id, openings=openings) as run, _writer(out) as writer:
+        stats = run.run(remaining, writer.add, lambda s: progress(done + s.playouts, target))
+    elapsed = time.perf_counter() - started
+    return {"labels": stats.labels, "labels_per_s": round(stats.labels / max(elapsed, 1e-9), 1)}
+
+
+def _sfgames(config, out, remaining, seed, done, target, progress):
+    from frugalzero.chess.positions import load_book
+    from frugalzero.expert.explore import label_playouts
+    from frugalzero.expert.pool import StockfishPool
+    from frugalzero.expert.sfgames import game_tasks
+
+    sf = dataclasses.replace(config.sfgames, seed=seed)
+    if config.generate.openings:
+        sf = dataclasses.replace(sf, openings=config.generate.openings)
+    openings = load_book(sf.openings) if sf.openings else None
+    started = time.perf_counter()
+    with StockfishPool(sf.engine, sf.workers) as pool, _writer(out) as writer:
+        stats = label_playouts(
+            pool,
+            game_tasks(sf, remaining, openings),
+            writer.add,
+            sf.queue,
+            lambda s: progress(done + s.playouts, target),
+        )
+    elapsed = time.perf_counter() - started
+    return {"labels": stats.labels, "games_per_s": round(stats.playouts / max(elapsed, 1e-9), 2)}
+
+
+def _pgn(config: RunConfig, out: Path, iteration: int) -> dict[str, Any]:
+    """PGN data is imported once (first iteration); later iterations train on it again."""
+    from frugalzero.data.importer import import_pgn
+
+    if iteration > 1:
+        return {"games": 0, "positions": 0, "note": "pgn data was imported in iteration 1"}
+    partial = out.with_name(out.name + ".partial")
+    if out.exists() and any(out.iterdir()):
+        games, positions = finished(out)
+        return {"games": games, "positions": positions}
+    shutil.rmtree(partial, ignore_errors=True)  # an import cut short starts over
+    report = import_pgn(
+        config.generate.pgn, partial, min_elo=config.generate.pgn_min_elo, show_progress=False
+    )
+    if out.exists():
+        out.rmdir()
+    partial.rename(out)
+    return {k: report[k] for k in ("games", "positions", "skipped") if k in report}

@@ -1,0 +1,312 @@
+"""``frugalzero run``: iterations of generate -> train -> evaluate -> accept, until a budget.
+
+The run directory is the whole truth: ``config.toml`` (the resolved config), ``state.json``
+(what has finished), ``data/iter-NNNN/`` (shards), ``train/`` (the trainer's resumable state),
+``nets/iter-NNNN.safetensors`` and ``nets/avg-NNNN.safetensors`` (traversing and averaging
+networks), ``matches/*.pgn``, ``metrics.jsonl`` with TensorBoard events, and ``elo.csv``.
+Each step is written down when it finishes, so ``frugalzero run --dir D`` after a ``kill -9``
+goes on from the step that was cut, and nothing finished is redone or lost.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from frugalzero.config import dump_toml, to_dict
+from frugalzero.nn.checkpoint import NetMeta, atomic_write_bytes, load_net, save_net
+from frugalzero.pipeline.assess import evaluate_iteration, final_matches, rate_iterations
+from frugalzero.pipeline.config import RunConfig
+from frugalzero.pipeline.generate import generate
+from frugalzero.pipeline.state import IterationRecord, RunState
+
+INITIAL_NET = "nets/iter-0000.safetensors"
+
+
+class RunLoop:
+    def __init__(self, config: RunConfig, run_dir: Path, console: Console) -> None:
+        config.validate()
+        self.config = config
+        self.dir = run_dir
+        self.console = console
+        self.state = RunState.load(run_dir) or RunState()
+        self._session_start = time.monotonic()
+        self._elapsed_base = self.state.elapsed_s
+        self._trainer = None
+        from frugalzero.train.metrics import MetricsLog
+
+        self.metrics = MetricsLog(run_dir, tensorboard=True)
+
+    # -- bookkeeping --------------------------------------------------------------------------
+    def elapsed(self) -> float:
+        return self._elapsed_base + time.monotonic() - self._session_start
+
+    def save(self) -> None:
+        self.state.elapsed_s = round(self.elapsed(), 2)
+        self.state.save(self.dir)
+
+    def budget_left(self) -> bool:
+        b, s = self.config.budget, self.state
+        if b.iterations and s.iteration >= b.iterations:
+            return False
+        if b.minutes and self.elapsed() >= b.minutes * 60:
+            return False
+        return not (b.positions and s.positions >= b.positions)
+
+    def _initial_net(self) -> None:
+        path = self.dir / INITIAL_NET
+        if path.exists():
+            return
+        import torch
+
+        from frugalzero.nn.checkpoint import resolve_net_path
+        from frugalzero.nn.model import PolicyValueNet, architecture
+
+        n = self.config.net
+        if n.init:
+            net, meta = load_net(resolve_net_path(n.init))
+            meta.notes = f"frugalzero run: started from {n.init}"
+        else:
+            torch.manual_seed(n.seed)
+            net = PolicyValueNet(architecture(n.arch, value_head=n.value_head))
+            meta = NetMeta(net.config, notes="frugalzero run: initial weights")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_net(net, path, meta)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        self._initial_net()
+        s = self.state
+        if not s.best:
+            s.best = INITIAL_NET
+            self.save()
+        while not s.finished:
+            if s.step == "generate":
+                if not self.budget_left():
+                    self._finish()
+                    break
+                self._generate()
+            elif s.step == "train":
+                self._train()
+            elif s.step == "evaluate":
+                self._evaluate()
+        self.metrics.close()
+        return self.summary()
+
+    def _generate(self) -> None:
+        s, k = self.state, self.state.iteration + 1
+        out = self.dir / "data" / f"iter-{k:04d}"
+        net_path = self.dir / s.best
+        _, meta = load_net(net_path)
+        started = time.perf_counter()
+        with self._progress() as progress:
+            task = progress.add_task(f"iteration {k}: {self.config.method}", total=None)
+
+            def update(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            report = generate(self.config, out, k, net_path, meta.net_id, s.nscl, update)
+        s.current = {
+            "generation": report,
+            "generate_s": s.current.get("generate_s", 0) + time.perf_counter() - started,
+        }
+        s.positions += report.get("positions", 0)
+        s.step = "train"
+        self.save()
+
+    def _trainer_for(self):
+        if self._trainer is None:
+            from frugalzero.train.trainer import Trainer
+
+            net, meta = load_net(self.dir / INITIAL_NET)
+            self._trainer = Trainer(self.config.train, net, self.dir / "train", parent=meta.net_id)
+        return self._trainer
+
+    def _train(self) -> None:
+        from frugalzero.data.selection import replay_window
+        from frugalzero.train.data import PositionSet, fixed_holdout
+
+        s, k = self.state, self.state.iteration + 1
+        started = time.perf_counter()
+        trainer = self._trainer_for()
+        summary: dict[str, Any] = {}
+        if trainer.progress.iteration < k:  # else it finished before the last kill
+            train_sel, holdout_sel = fixed_holdout(
+                self.dir / "train", [self.dir / "data"], self.config.train.validation_fraction
+            )
+            window = replay_window(train_sel, self.config.generate.window)
+            with self._progress() as progress:
+                task = progress.add_task(f"iteration {k}: replaying positions", total=None)
+                train_set = PositionSet.load(
+                    window, lambda d, t: progress.update(task, completed=d, total=t)
+                )
+            holdout_set = PositionSet.load(holdout_sel) if holdout_sel.positions else None
+            self.console.print(f"iteration {k}: training on {len(train_set):,} positions")
+            summary = trainer.run_iteration(train_set, holdout_set)
+        nets = self.dir / "nets"
+        shutil.copyfile(self.dir / "train" / "net.safetensors", nets / f"iter-{k:04d}.safetensors")
+        average = self.dir / "train" / "average.safetensors"
+        if average.exists():
+            shutil.copyfile(average, nets / f"avg-{k:04d}.safetensors")
+        s.current["train"] = {k_: v for k_, v in summary.items() if k_ not in ("net", "average")}
+        s.current["train_s"] = s.current.get("train_s", 0) + time.perf_counter() - started
+        s.step = "evaluate"
+        self.save()
+
+    def _evaluate(self) -> None:
+        s, k = self.state, self.state.iteration + 1
+        net = f"nets/iter-{k:04d}.safetensors"
+        started = time.perf_counter()
+        self.console.print(f"iteration {k}: evaluation matches")
+        result = evaluate_iteration(self.dir, self.config, s, k, net)
+        _, meta = load_net(self.dir / net)
+        generation = s.current.get("generation", {})
+        record = IterationRecord(
+            iteration=k,
+            net=net,
+            net_id=meta.net_id,
+            games=generation.get("games", 0),
+            positions=generation.get("positions", 0),
+            generate_s=round(s.current.get("generate_s", 0.0), 1),
+            train_s=round(s.current.get("train_s", 0.0), 1),
+            evaluate_s=round(time.perf_counter() - started, 1),
+            accepted=bool(result["accepted"]),
+            score_vs_random=result.get("vs_random", {}).get("score"),
+            score_vs_best=result.get("vs_best", {}).get("score"),
+            validation=s.current.get("train", {}).get("validation", {}),
+            generation=generation,
+        )
+        if record.accepted:
+            s.best = net
+        self._adapt_nscl(generation)
+        s.iterations.append(record)
+        s.iteration = k
+        s.current = {}
+        rate_iterations(self.dir, self.config, s)
+        self.metrics.write("run", k, k, _flat_metrics(record))
+        self.metrics.flush()
+        s.step = "generate"
+        self.save()
+
+    def _adapt_nscl(self, generation: dict[str, Any]) -> None:
+        """search-contempt: raise N_scl when games get drawish ((w+l)/d below 1)."""
+        raise_by = self.config.generate.nscl_raise
+        stats = generation.get("selfplay", {})
+        if self.config.method != "contempt" or not raise_by or "w_plus_l_over_d" not in stats:
+            return
+        ratio, nscl = stats["w_plus_l_over_d"], stats.get("nscl", 5.0)
+        if ratio is not None and ratio < 1:
+            self.state.nscl = nscl * raise_by
+            self.console.print(f"(w+l)/d = {ratio:.2f} < 1: N_scl raised to {self.state.nscl:g}")
+
+    def _finish(self) -> None:
+        s = self.state
+        if s.iterations and not s.final:
+            self.console.print("final matches: last net vs random and vs the first iteration")
+            s.final = final_matches(self.dir, self.config, s)
+            rate_iterations(self.dir, self.config, s)
+        s.finished = True
+        self.save()
+
+    def _progress(self) -> Progress:
+        return Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        )
+
+    # -- the end ------------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        s = self.state
+        last = s.iterations[-1].net if s.iterations else s.best
+        return {
+            "run_dir": str(self.dir),
+            "method": self.config.method,
+            "iterations": s.iteration,
+            "positions": s.positions,
+            "minutes": round(s.elapsed_s / 60, 2),
+            "train_minutes": round(sum(r.train_s for r in s.iterations) / 60, 2),
+            "final_net": str(self.dir / last),
+            "best_net": str(self.dir / s.best),
+            "elo": [
+                {"iteration": r.iteration, "elo": r.elo, "ci95": r.elo_ci95} for r in s.iterations
+            ],
+            "final": s.final,
+        }
+
+    def table(self) -> Table:
+        s = self.state
+        table = Table(
+            title=f"frugalzero run: {self.config.method}, {s.iteration} iterations, "
+            f"{s.positions:,} positions, {s.elapsed_s / 60:.1f} min"
+        )
+        for column in (
+            "iter",
+            "positions",
+            "gen s",
+            "train s",
+            "eval s",
+            "vs random",
+            "vs best",
+            "Elo (95%)",
+            "val policy",
+            "val value",
+            "accepted",
+        ):
+            table.add_column(column, justify="right")
+        for r in s.iterations:
+            val = r.validation.get("traversing", {})
+            elo = "" if r.elo is None else f"{r.elo:.0f} [{r.elo_ci95[0]:.0f}, {r.elo_ci95[1]:.0f}]"
+            table.add_row(
+                str(r.iteration),
+                f"{r.positions:,}",
+                f"{r.generate_s:.0f}",
+                f"{r.train_s:.0f}",
+                f"{r.evaluate_s:.0f}",
+                _pct(r.score_vs_random),
+                _pct(r.score_vs_best),
+                elo,
+                _num(val.get("policy_loss")),
+                _num(val.get("value_loss")),
+                "yes" if r.accepted else "no",
+            )
+        return table
+
+    def write_config(self) -> None:
+        atomic_write_bytes(self.dir / "config.toml", dump_toml(to_dict(self.config)).encode())
+
+
+def _pct(score: float | None) -> str:
+    return "" if score is None else f"{100 * score:.0f}%"
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def _flat_metrics(record: IterationRecord) -> dict[str, Any]:
+    out = {
+        "positions": record.positions,
+        "games": record.games,
+        "generate_s": record.generate_s,
+        "train_s": record.train_s,
+        "evaluate_s": record.evaluate_s,
+        "accepted": int(record.accepted),
+    }
+    for key in ("score_vs_random", "score_vs_best", "elo"):
+        value = getattr(record, key)
+        if value is not None:
+            out[key] = value
+    for net, values in record.validation.items():
+        for name, value in values.items():
+            out[f"validation_{net}_{name}"] = value
+    return out
