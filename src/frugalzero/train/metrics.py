@@ -57,7 +57,7 @@ class MetricsLog:
         writer = self._tb()
         if writer is not None:
             x = iteration if kind in ("validation", "iteration") else step
-            for key, value in values.items():
+            for key, value in _flat(values):
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     if math.isfinite(value):
                         writer.add_scalar(f"{kind}/{key}", value, x)
@@ -84,6 +84,17 @@ class MetricsLog:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+def _flat(values: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested dicts as ('a/b', value) pairs (TensorBoard tags)."""
+    out: list[tuple[str, Any]] = []
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.extend(_flat(value, f"{prefix}{key}/"))
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
 
 
 def _count_lines(path: Path) -> int:

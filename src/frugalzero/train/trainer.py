@@ -183,8 +183,12 @@ class Trainer:
         self.dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[
             self.precision
         ]
+        if self.precision == "fp16" and self.device.type != "cuda":
+            raise UserError("train config: precision fp16 needs CUDA (loss scaling); use bf16")
         if self.device.type == "cpu" and config.threads:
             torch.set_num_threads(config.threads)
+        if self.device.type == "cuda":
+            torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels
         self.head = net.config.value_head
         self.net = net.to(self.device)
         if config.channels_last:
