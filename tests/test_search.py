@@ -181,6 +181,19 @@ def test_temperature_choice() -> None:
     assert choose_by_visits(ties, 0.0, rng, tiebreak=np.array([0.0, 0.2, 0.9])) == 1
 
 
+def test_play_settings_are_deterministic() -> None:
+    play = SearchConfig(nscl=5).for_play()
+    assert not play.root_noise and play.temperature == 0 and play.resign_threshold <= -1
+    assert play.nscl == 5  # everything else is kept
+    board = random_boards(1, seed=4, max_plies=20)[0]
+    moves = set()
+    for seed in range(3):
+        tree = SearchTree(board, SearchConfig().for_play(), seed=seed)
+        search(tree, HashEvaluator(), 100)
+        moves.add(tree.choose_move(0))
+    assert len(moves) == 1
+
+
 def test_same_seed_same_search() -> None:
     board = random_boards(1, seed=11, max_plies=20)[0]
     counts = []

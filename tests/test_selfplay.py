@@ -69,7 +69,7 @@ def test_games_replay_legally_and_are_reproducible() -> None:
     config = _config(games=6, concurrent=4, seed=3)
     records = _play(config)
     assert len(records) == 6
-    assert sorted(r.game_id for r in records) == [f"g{i}" for i in range(6)]
+    assert sorted(r.game_id for r in records) == [f"s3-g{i}" for i in range(6)]
     for record in records:
         _check_record(record, config)
         assert record.method == "selfplay" and record.net_id == "test"
@@ -229,7 +229,7 @@ def test_two_worker_processes(tmp_path: Path, tiny_net, capsys) -> None:
     result = json.loads(capsys.readouterr().out)
     assert result["games"] == 4 and result["workers"] == 2
     ids = sorted(g.game_id for path in result["shards"] for g in read_shard(path))
-    assert ids == [f"g{i}" for i in range(4)]
+    assert ids == [f"s0-g{i}" for i in range(4)]
 
 
 def test_bench_selfplay_reports_the_ratio() -> None:

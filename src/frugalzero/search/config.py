@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -94,3 +95,15 @@ class SearchConfig:
         for ok, message in checks:
             if not ok:
                 raise UserError(f"search config: {message}")
+
+    def for_play(self) -> SearchConfig:
+        """The same search for playing matches: no root noise, no Gumbel noise, the best move
+        at every ply (temperature 0), no resignation."""
+        return dataclasses.replace(
+            self,
+            root_noise=False,
+            gumbel_noise=False,
+            temperature=0.0,
+            final_temperature=0.0,
+            resign_threshold=-1.0,
+        )

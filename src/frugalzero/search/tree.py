@@ -216,6 +216,8 @@ class SearchTree:
         _dispose(root)
         self._new_root(keep)
         self.target = self.started = 0
+        self._gumbel = None
+        self._prepared = False
 
     def close(self) -> None:
         """Free the tree now (nodes link to their parents, so without this only Python's
@@ -266,7 +268,8 @@ class SearchTree:
         return list(root.moves), q
 
     def mate_in(self) -> int | None:
-        """Plies to mate when the root is proven: positive = we mate, negative = we are mated."""
+        """Plies to mate when the root is proven: positive = the side to move mates, negative =
+        it is mated (UCI's "mate N" counts moves: (plies + 1) // 2)."""
         root = self.root
         if root.state == TERMINAL:
             return None

@@ -32,6 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="config override"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    # Ray (issue 9): the games on Ray workers, the shards written here
+    parser.add_argument(
+        "--ray", metavar="ADDRESS", help="play on Ray: 'local' starts a runtime, HOST:PORT joins"
+    )
+    parser.add_argument("--ray-workers", type=int, help="Ray workers (default: one per CPU)")
     parser.set_defaults(handler=_selfplay)
 
 
@@ -108,7 +113,12 @@ def _selfplay(args: argparse.Namespace) -> int:
         def progress(done: int) -> None:
             bar.update(task, completed=done, positions=writer.positions)
 
-        run = run_selfplay(net_path, config, on_game, progress)
+        if args.ray:  # Ray (issue 9): same games, same shards, played on Ray workers
+            from frugalzero.scale.cli import ray_selfplay_from_args
+
+            run = ray_selfplay_from_args(args, net_path, config, on_game, progress)
+        else:
+            run = run_selfplay(net_path, config, on_game, progress)
     seconds = time.perf_counter() - start
     stats = selfplay_stats(records)
     result = {
@@ -116,7 +126,8 @@ def _selfplay(args: argparse.Namespace) -> int:
         "method": config.method,
         "simulations": config.search.simulations,
         "nscl": config.search.nscl,
-        "workers": worker_count(config),
+        "workers": run.extra["ray_workers"] if args.ray else worker_count(config),
+        **(run.extra if args.ray else {}),  # Ray (issue 9): worker deaths, replayed games
         "seconds": round(seconds, 2),
         "positions_per_s": round(stats["positions"] / seconds, 2) if seconds else None,
         "simulations_per_s": round(run.simulations / seconds, 1) if seconds else None,

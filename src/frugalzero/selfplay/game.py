@@ -56,7 +56,7 @@ class SelfPlayGame:
         self.start = start
         self.config = config
         self.net_id = net_id
-        self.game_id = f"{run}g{start.index}" if run else f"g{start.index}"
+        self.game_id = f"{run}s{config.seed}-g{start.index}"
         self.rng = np.random.default_rng([config.seed, start.index])
         cfg = config.search
         self.no_resign = bool(self.rng.random() < cfg.resign_disabled_share)
