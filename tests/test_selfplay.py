@@ -12,13 +12,14 @@ import pytest
 
 from conftest import shared_file
 from frugalzero.chess.moves import legal_mask, move_to_index
+from frugalzero.chess.positions import Opening
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import read_shard
 from frugalzero.nn.evaluator import Evaluation
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.rules import game_ending
 from frugalzero.selfplay.config import SelfPlayConfig
-from frugalzero.selfplay.game import game_starts
+from frugalzero.selfplay.game import GameStart, game_starts
 from frugalzero.selfplay.play import play_games
 from frugalzero.selfplay.stats import repeated_share_by_ply, selfplay_stats
 from test_search import HashEvaluator, _Done
@@ -150,6 +151,53 @@ def test_resignation_and_false_resignations() -> None:
     assert stats["would_resign"] == 3
     expected = sum(r.result != -1.0 for r in records) / 3
     assert stats["false_resignation_rate"] == pytest.approx(expected)
+
+
+class _WhiteIsWinning:
+    """Uniform priors; White is always winning, so Black takes any draw it is offered."""
+
+    def submit(self, inputs):
+        return _Done(
+            [
+                Evaluation(np.full(len(i.moves), 1 / len(i.moves)), 0.9 if i.meta[0] == 1 else -0.9)
+                for i in inputs
+            ]
+        )
+
+
+SHUFFLE = ("g1f3", "g8f6", "f3g1", "f6g8")
+DRAWS = [  # (start, the one ply the game lasts, how it ends)
+    (Opening("K1k5/P1Q5/8/8/8/8/8/8 b - - 0 1"), "c8c7", "stalemate"),  # Kxc7 is forced
+    (Opening("7k/6Q1/8/8/8/8/8/K7 b - - 0 1"), "h8g7", "insufficient material"),  # forced
+    (Opening("8/8/8/8/8/2k5/8/K6R w - - 99 80"), None, "fifty-move rule"),  # any move, no mate
+    # the start position seen twice, Black to move: Black, lost everywhere else, repeats it
+    (Opening(chess.STARTING_FEN, SHUFFLE + SHUFFLE[:3]), "f6g8", "repetition"),
+]
+
+
+def test_draw_rules_end_self_play_games() -> None:
+    """Games started on constructed positions end by the draw rules, scored as draws."""
+    starts = [GameStart(i, opening) for i, (opening, _, _) in enumerate(DRAWS)]
+    config = _config(
+        games=4,
+        concurrent=4,
+        search={"simulations": 32, "temperature": 0.0, "root_noise": False},
+        max_plies=60,
+    )
+    records = {}
+    play_games(_WhiteIsWinning(), starts, config, lambda r: records.update({r.game_id: r}), "t")
+    assert len(records) == 4
+    for i, (_, move, ending) in enumerate(DRAWS):
+        record = records[f"s0-g{i}"]
+        _check_record(record, config)
+        assert record.extra["termination"] == ending and record.result == 0.0
+        assert record.positions == 1  # one searched move, then the rule ended the game
+        if move is not None:
+            assert record.moves[-1] == move
+    board = chess.Board()
+    for uci in records["s0-g3"].moves:
+        board.push_uci(uci)
+    assert board.is_repetition(3) and not board.is_stalemate()
 
 
 def _record(moves: list[str], result: float, **extra: str) -> GameRecord:
