@@ -20,6 +20,23 @@ def _engine_options(parser: argparse.ArgumentParser, prefix: str) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    # Ray (issue 9): the playouts on Ray workers, the shards written here
+    parser.add_argument(
+        "--ray", metavar="ADDRESS", help="label on Ray: 'local' starts a runtime, HOST:PORT joins"
+    )
+    parser.add_argument("--ray-workers", type=int, help="Ray workers (default: one per CPU)")
+
+
+def _ray_pool(args: argparse.Namespace, engine, local=None):
+    """Ray (issue 9): a Ray playout pool with --ray, else ``local()`` (or None: the caller's
+    own local pool)."""
+    import contextlib
+
+    if not getattr(args, "ray", None):
+        return local() if local is not None else contextlib.nullcontext(None)
+    from frugalzero.scale.cli import ray_playout_pool
+
+    return ray_playout_pool(args, engine)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -135,7 +152,10 @@ def _explore(args: argparse.Namespace) -> int:
     _write_config(out, f"{prefix}.toml", config, {"net": str(net_path), "steps": args.steps})
 
     begin = time.perf_counter()
-    with EpsExplore(net, config, meta.net_id, openings=openings) as run:
+    with (
+        _ray_pool(args, config.engine) as ray_pool,
+        EpsExplore(net, config, meta.net_id, pool=ray_pool, openings=openings) as run,
+    ):
         start = time.perf_counter()  # rates count labelling, not starting processes
         writer = ShardWriter(out, prefix)
         try:
@@ -174,6 +194,8 @@ def _explore(args: argparse.Namespace) -> int:
 
 
 def _sfgames(args: argparse.Namespace) -> int:
+    import functools
+
     from frugalzero.chess.positions import load_book
     from frugalzero.config import load_config
     from frugalzero.data.shards import ShardWriter
@@ -199,7 +221,8 @@ def _sfgames(args: argparse.Namespace) -> int:
     _write_config(out, f"{prefix}.toml", config, {"games": args.games})
 
     begin = time.perf_counter()
-    with StockfishPool(config.engine, config.workers) as pool:
+    local = functools.partial(StockfishPool, config.engine, config.workers)
+    with _ray_pool(args, config.engine, local) as pool:
         start = time.perf_counter()
         shards = ShardWriter(out, prefix)
         pgn = PgnWriter(out, prefix, config.pgn_games_per_file)

@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="override a config field, e.g. budget.iterations=3",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON summary object")
+    parser.add_argument(  # Ray (issue 9): sets the config's `ray` field
+        "--ray", metavar="ADDRESS", help="generate on Ray: 'local', or a head's HOST:6379"
+    )
     parser.set_defaults(handler=_run)
 
 
@@ -42,6 +45,8 @@ def _run(args: argparse.Namespace) -> int:
     overrides = list(args.set)
     if args.method:
         overrides.append(f"method={args.method}")
+    if args.ray:  # Ray (issue 9)
+        overrides.append(f"ray={args.ray}")
     run_dir = Path(args.dir) if args.dir else None
     saved = run_dir / "config.toml" if run_dir else None
     if saved is not None and saved.exists():

@@ -119,6 +119,9 @@ class RunConfig:
     """Matches after each iteration."""
     evaluator: EvaluatorConfig = field(default_factory=EvaluatorConfig)
     """How the network runs in evaluation matches."""
+    ray: str = ""
+    """Ray (issue 9): where generation runs; '' = this machine's process pool, 'local' = a Ray
+    runtime here, 'HOST:6379' = the Ray cluster of that head (training stays here)."""
 
     def validate(self) -> None:
         if self.method not in METHODS:

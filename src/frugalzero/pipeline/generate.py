@@ -101,7 +101,15 @@ def _selfplay(config, out, net_path, remaining, seed, nscl, done, target, progre
             writer.add(record)
             records.append(record)
 
-        run = run_selfplay(net_path, sp, on_game, lambda n: progress(done + n, target))
+        def each(n: int) -> None:
+            progress(done + n, target)
+
+        if config.ray:  # Ray (issue 9): the games on Ray workers, the shards written here
+            from frugalzero.scale.cli import selfplay_on_ray
+
+            run = selfplay_on_ray(config.ray, net_path, sp, on_game, each)
+        else:
+            run = run_selfplay(net_path, sp, on_game, each)
     stats = selfplay_stats(records)
     stats["simulations_per_s"] = round(run.simulations / max(run.seconds, 1e-9), 1)
     stats["nscl"] = sp.search.nscl
@@ -119,7 +127,11 @@ def _explore(config, out, net_path, net_id, remaining, seed, done, target, progr
     openings = load_book(ex.openings) if ex.openings else None
     net, _ = load_net(net_path)
     started = time.perf_counter()
-    with EpsExplore(net, ex, net_id, openings=openings) as run, _writer(out) as writer:
+    with (
+        _playout_pool(config, ex.engine) as pool,  # Ray (issue 9): None = its own local pool
+        EpsExplore(net, ex, net_id, pool=pool, openings=openings) as run,
+        _writer(out) as writer,
+    ):
         stats = run.run(remaining, writer.add, lambda s: progress(done + s.playouts, target))
     elapsed = time.perf_counter() - started
     return {"labels": stats.labels, "labels_per_s": round(stats.labels / max(elapsed, 1e-9), 1)}
@@ -136,7 +148,11 @@ def _sfgames(config, out, remaining, seed, done, target, progress):
         sf = dataclasses.replace(sf, openings=config.generate.openings)
     openings = load_book(sf.openings) if sf.openings else None
     started = time.perf_counter()
-    with StockfishPool(sf.engine, sf.workers) as pool, _writer(out) as writer:
+    if config.ray:  # Ray (issue 9): the playouts on Ray workers, the shards written here
+        pool = _playout_pool(config, sf.engine)
+    else:
+        pool = StockfishPool(sf.engine, sf.workers)
+    with pool, _writer(out) as writer:
         stats = label_playouts(
             pool,
             game_tasks(sf, remaining, openings),
@@ -146,6 +162,18 @@ def _sfgames(config, out, remaining, seed, done, target, progress):
         )
     elapsed = time.perf_counter() - started
     return {"labels": stats.labels, "games_per_s": round(stats.playouts / max(elapsed, 1e-9), 2)}
+
+
+def _playout_pool(config: RunConfig, engine):
+    """Ray (issue 9): Stockfish playouts on Ray workers when ``config.ray`` is set, else
+    nothing (the caller's own local pool)."""
+    import contextlib
+
+    if not config.ray:
+        return contextlib.nullcontext(None)
+    from frugalzero.scale.cli import playout_pool_on_ray
+
+    return playout_pool_on_ray(config.ray, engine)
 
 
 def _pgn(config: RunConfig, out: Path, iteration: int) -> dict[str, Any]:

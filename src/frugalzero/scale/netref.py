@@ -1,0 +1,42 @@
+"""The iteration's network as plain data in the object store: weights as numpy arrays plus the
+architecture, put there once per generation step; workers build their net from it. Nothing is
+read from a pickle file: the driver loads (and verifies) the safetensors file itself."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from frugalzero.nn.model import NetConfig, PolicyValueNet
+
+
+def net_payload(net: PolicyValueNet, net_id: str) -> dict[str, Any]:
+    """Weights (numpy, so the object store shares them zero-copy) and what they mean."""
+    return {
+        "architecture": dataclasses.asdict(net.config),
+        "net_id": net_id,
+        "weights": {k: v.detach().cpu().numpy() for k, v in net.state_dict().items()},
+    }
+
+
+def build_net(payload: dict[str, Any]) -> PolicyValueNet:
+    """The network of a payload, in eval mode on the CPU."""
+    net = PolicyValueNet(NetConfig(**payload["architecture"]))
+    # the object store hands out read-only arrays; torch wants writable memory
+    state = {k: torch.from_numpy(np.array(v)) for k, v in payload["weights"].items()}
+    net.load_state_dict(state)
+    return net.eval()
+
+
+def publish_net(net_path: str | Path) -> tuple[Any, Any]:
+    """Load and verify the file here, put it in the object store once: (ObjectRef, NetMeta)."""
+    from frugalzero.nn.checkpoint import load_net
+    from frugalzero.scale.runtime import require_ray
+
+    ray = require_ray()
+    net, meta = load_net(net_path)
+    return ray.put(net_payload(net, meta.net_id)), meta
