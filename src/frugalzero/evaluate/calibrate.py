@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import math
 import platform
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig
-from frugalzero.evaluate.elo import mle_ratings
+from frugalzero.evaluate.elo import Z95, mle_ratings
 from frugalzero.evaluate.match import MatchConfig, play_match
 from frugalzero.evaluate.pgn import GameOutcome
 from frugalzero.evaluate.specs import parse_spec
@@ -45,6 +46,7 @@ RUNGS = [
     "fairy?nodes=10000&skill=-20",
     "fairy?nodes=10000&skill=-10",
     "fairy?nodes=10000&skill=-5",
+    "fairy?nodes=10000&skill=-4",  # added when -5 to -3 measured ~400 Elo
     "fairy?nodes=10000&skill=-3",
     "fairy?nodes=10000&skill=-1",
     "fairy?nodes=10000&skill=0",
@@ -52,6 +54,7 @@ RUNGS = [
     "stockfish?elo=1500&nodes=20000",
     "stockfish?nodes=1",
     "stockfish?elo=1700&nodes=20000",
+    "stockfish?elo=1800&nodes=20000",  # added when 1700 to 1900 measured ~300 Elo
     "stockfish?elo=1900&nodes=20000",
     "stockfish?nodes=1000",
     ANCHOR[0],
@@ -118,6 +121,7 @@ class CalibrationState:
         self.games: list[list] = []
         self.seconds = 0.0
         self.started = datetime.datetime.now().isoformat(timespec="seconds")
+        self.updated = self.started
         if self.path.is_file():
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -132,6 +136,7 @@ class CalibrationState:
             self.games = games
             self.seconds = float(data.get("seconds", 0.0))
             self.started = data.get("started", self.started)
+            self.updated = data.get("updated", self.started)
 
     def done(self, a: str, b: str) -> int:
         return sum(1 for w, bl, _ in self.games if {w, bl} == {a, b})
@@ -142,11 +147,12 @@ class CalibrationState:
         self.save()
 
     def save(self) -> None:
+        self.updated = datetime.datetime.now().isoformat(timespec="seconds")
         data = {
             **self.identity,
             "rungs": self.names,
             "started": self.started,
-            "updated": datetime.datetime.now().isoformat(timespec="seconds"),
+            "updated": self.updated,
             "seconds": round(self.seconds, 1),
             "games": self.games,
         }
@@ -162,9 +168,11 @@ def run_calibration(
     progress: bool = True,
     max_minutes: float = 0.0,
     max_games: int = 0,
+    play: bool = True,
 ) -> tuple[CalibrationState, bool]:
     """Play (or continue) the round robin. Stops early after ``max_minutes`` or ``max_games``
-    more games (when > 0); returns the state and whether every pair has its games."""
+    more games (when > 0); returns the state and whether every pair has its games. With
+    ``play=False`` nothing is played: the saved games are loaded, e.g. to remake the table."""
     config = config or CalibrationConfig()
     names = [parse_spec(n).name for n in (names or RUNGS)]
     anchor = (parse_spec(anchor[0]).name, float(anchor[1]))
@@ -176,8 +184,8 @@ def run_calibration(
     budget = len(state.games) + max_games if max_games > 0 else None
     while True:
         todo = [(a, b, n) for a, b, n in pairs if state.done(a, b) < n]
-        if not todo:
-            return state, True
+        if not todo or not play:
+            return state, not todo
         # the pairs with the fewest games (relative to their target) first: however often the
         # run is stopped, every pair advances evenly
         todo.sort(key=lambda p: state.done(p[0], p[1]) / p[2])
@@ -236,11 +244,26 @@ def make_table(state: CalibrationState, config: CalibrationConfig, command: str)
             }
         )
     gaps = [b["elo"] - a["elo"] for a, b in zip(rungs, rungs[1:])]
+    for lower, upper in zip(rungs, rungs[1:]):  # how well each step of the ladder is known
+        i, j = ratings.names.index(lower["name"]), ratings.names.index(upper["name"])
+        cov = ratings.covariance
+        sigma = math.sqrt(max(cov[i, i] + cov[j, j] - 2 * cov[i, j], 0.0))
+        upper["step"] = round(upper["elo"] - lower["elo"], 1)
+        upper["step_ci95"] = round(Z95 * sigma, 1)
+    planned = schedule(names, config)
+    seen = {frozenset(p[:2]) for p in planned}
+    for w, bl, _ in games:  # pairs played under an earlier rung set still count; list them
+        if frozenset((w, bl)) not in seen:
+            seen.add(frozenset((w, bl)))
+            lo, hi = sorted((w, bl), key=names.index)
+            planned.append((lo, hi, 0))
     pairs = []
-    for a, b, _ in schedule(names, config):
+    for a, b, target in planned:
         points = sum(sc if w == a else 1 - sc for w, bl, sc in games if {w, bl} == {a, b})
         n = state.done(a, b)
-        pairs.append({"a": a, "b": b, "games": n, "score_a": round(points / n, 4) if n else None})
+        pair = {"a": a, "b": b, "games": n, "target": target}
+        pairs.append({**pair, "score_a": round(points / n, 4) if n else None})
+    short = sum(1 for p in pairs if p["games"] < p["target"])
     return {
         "version": 1,
         "scale": f"Elo (logistic), {anchor_name} pinned at {anchor_elo:g}",
@@ -248,6 +271,12 @@ def make_table(state: CalibrationState, config: CalibrationConfig, command: str)
         "date": datetime.date.today().isoformat(),
         "command": command,
         "games": len(games),
+        # a stopped calibration still makes a table; it says how far it got
+        "partial": short > 0,
+        "pairs_short": short,
+        "games_per_pair": {"neighbours": config.games, "further": config.far_games},
+        "unmeasured": [n for n in names if n not in ratings.players],
+        "played": {"from": state.started, "to": state.updated},
         "wall_hours": round(state.seconds / 3600, 2),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "openings": "random 8-ply openings, material level, each played with colours swapped",

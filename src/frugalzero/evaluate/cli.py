@@ -76,6 +76,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ladder.add_argument(
         "--max-minutes", type=float, default=0.0, help="stop the calibration after this long"
     )
+    ladder.add_argument(
+        "--table-only",
+        action="store_true",
+        help="with --calibrate: remake the table from the games in --state, play none",
+    )
     _add_match_options(ladder, games=None)
     ladder.set_defaults(handler=_ladder)
 
@@ -290,6 +295,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from frugalzero.errors import UserError
     from frugalzero.evaluate.calibrate import CalibrationConfig, make_table, run_calibration
     from frugalzero.nn.checkpoint import atomic_write_bytes
     from frugalzero.report import emit
@@ -299,7 +305,11 @@ def _calibrate(args: argparse.Namespace) -> int:
         far_games=max(2, 2 * (args.games_per_pair // 5)),
         concurrency=args.concurrency or 0,
     )
-    state, complete = run_calibration(args.state, config, max_minutes=args.max_minutes)
+    if args.table_only and not (Path(args.state) / "state.json").is_file():
+        raise UserError(f"{args.state}: no calibration state.json to make a table from")
+    state, complete = run_calibration(
+        args.state, config, max_minutes=args.max_minutes, play=not args.table_only
+    )
     command = f"frugalzero ladder --calibrate --games-per-pair {args.games_per_pair}"
     table = make_table(state, config, command)
     atomic_write_bytes(Path(args.out), (json.dumps(table, indent=1) + "\n").encode("utf-8"))
@@ -307,6 +317,12 @@ def _calibrate(args: argparse.Namespace) -> int:
         r["name"]: f"{r['elo']:.0f} ± {r['ci95'][1] - r['elo']:.0f} ({r['games']} games)"
         for r in table["rungs"]
     }
-    out = {"complete": complete, "table": args.out, "games": table["games"], "rungs": rungs}
+    out = {
+        "complete": complete,
+        "table": args.out,
+        "games": table["games"],
+        "unmeasured": table["unmeasured"],
+        "rungs": rungs,
+    }
     emit(out, args.json)
     return 0
