@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import chess
@@ -154,6 +157,47 @@ def test_a_crashing_engine_loses_that_game_only(tmp_path):
     others = [o for o in result.outcomes if not o.failed]
     assert len(others) == 3 and all(o.plies > 20 for o in others)
     assert result.tally.games == 4 and result.tally.losses >= 1
+
+
+def _children_named(name: str) -> list[int]:
+    """Our child processes running ``name`` (from /proc)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :]
+        if comm == name and int(rest.split()[1]) == os.getpid():
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+@needs_stockfish
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs Linux /proc")
+def test_stockfish_killed_from_outside_mid_match_costs_that_game_only():
+    killed, first_game = [], threading.Event()
+
+    def killer():  # kill -9 a Stockfish process while the other seat's first game goes on
+        if first_game.wait(60):
+            pids = _children_named("stockfish")
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    cfg = MatchConfig(games=4, concurrency=2, adjudication=AdjudicationConfig(max_plies=200))
+    result = play_match(
+        "stockfish?nodes=5000", "random", cfg, on_game=lambda outcome, tally: first_game.set()
+    )
+    thread.join()
+    assert killed
+    failed = [o for o in result.outcomes if o.failed]
+    assert len(failed) == 1 and failed[0].reason.endswith("crash")
+    stockfish_white = failed[0].index % 2 == 0
+    assert failed[0].result == ("0-1" if stockfish_white else "1-0")  # Stockfish lost it
+    # the other games were played out, by the restarted engine too
+    assert result.tally.games == 4 and result.tally.losses == 1 and result.tally.wins >= 2
 
 
 def test_a_hanging_engine_loses_on_time_and_is_replaced(tmp_path):
