@@ -79,6 +79,14 @@ def test_ladder_halves_the_rest_while_every_game_goes_one_way(true_elo):
     assert first <= 4  # 10 rungs: the end of the ladder in log2(10) probes, not 5 one by one
 
 
+def test_an_engine_that_is_also_a_rung_is_rated_not_pinned():
+    rungs = [Rung(name, elo, 0.0) for name, elo in TRUE.items()]
+    rung = next(iter(TRUE))  # the ladder rates the bottom rung's own engine
+    play, _ = _simulated_play(TRUE[rung] - 100, seed=5)
+    r = run_ladder(rung, rungs, LadderConfig(games_per_rung=20), MatchConfig(), play=play)
+    assert r.sigma_games > 50 and r.ci95[0] < r.elo < r.ci95[1] and r.elo != TRUE[rung]
+
+
 def test_ladder_interval_narrows_with_more_games():
     rungs = [Rung(name, elo, 0.0) for name, elo in TRUE.items()]
     widths = []

@@ -228,12 +228,15 @@ def _ladder(args: argparse.Namespace) -> int:
     return _climb(args, table)
 
 
+LIST_META = ("date", "command", "games", "partial", "unmeasured")
+
+
 def _list_rungs(table, as_json: bool) -> int:
     from frugalzero.report import emit
 
     out = {r.name: {"elo": r.elo, "sigma": r.sigma, "games": r.games} for r in table.rungs}
     emit(
-        {"rungs": out, **{k: table.meta[k] for k in ("date", "command") if k in table.meta}},
+        {"rungs": out, **{k: table.meta[k] for k in LIST_META if k in table.meta}},
         as_json,
     )
     return 0

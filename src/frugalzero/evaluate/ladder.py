@@ -173,6 +173,7 @@ def estimate(
     engine: str, tallies: dict[str, Tally], rungs: dict[str, Rung], exact: bool = False
 ) -> tuple[float, float, float, str]:
     """(elo, sigma of the games, sigma from the rungs' calibration, bound) of ``engine``."""
+    engine = f"{engine} (rated)"  # never the name of a rung, even when it is a rung's engine
     games = []
     for name, t in tallies.items():
         games += [(engine, name, 1.0)] * t.wins + [(engine, name, 0.5)] * t.draws
