@@ -14,7 +14,7 @@ ENGINES := /usr/games/stockfish /usr/games/fairy-stockfish /usr/games/glaurung
 .PHONY: demo test lint setup engines clean
 
 demo: setup engines
-	$(PY) -m frugalzero bench nn --arch small
+	$(PY) -m frugalzero run --preset demo
 
 test: setup engines
 	$(PY) -m ruff check src tests

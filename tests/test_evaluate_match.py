@@ -84,6 +84,19 @@ def fake_engine(tmp_path: Path, mode: str, at: int) -> str:
 SHORT = AdjudicationConfig(max_plies=60)
 
 
+@pytest.mark.parametrize("giver", ["first", "second"])
+def test_odds_games_start_without_the_givers_piece(giver):
+    cfg = MatchConfig(games=4, concurrency=2, adjudication=SHORT, odds="queen", odds_giver=giver)
+    result = play_match("random?seed=1", "random?seed=2", cfg)
+    giver_name = "random?seed=1" if giver == "first" else "random?seed=2"
+    for outcome in result.outcomes:
+        root = chess.Board(outcome.opening.root_fen)
+        giver_colour = chess.WHITE if outcome.white == giver_name else chess.BLACK
+        assert not root.pieces(chess.QUEEN, giver_colour)  # the giver has no queen...
+        assert len(root.pieces(chess.QUEEN, not giver_colour)) == 1  # ... the other side has
+        assert len(outcome.opening.moves) == cfg.noise_plies
+
+
 def test_openings_are_played_twice_with_colours_swapped(tmp_path):
     pgn = tmp_path / "games.pgn"
     cfg = MatchConfig(games=6, concurrency=2, pgn=str(pgn), adjudication=SHORT, seed=4)

@@ -40,6 +40,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     match.add_argument("engine_a", metavar="A", help=ENGINE_HELP)
     match.add_argument("engine_b", metavar="B", help="the opponent, same syntax")
     _add_match_options(match, games=None)
+    match.add_argument(
+        "--odds",
+        choices=["knight", "rook", "queen"],
+        help="odds chess: the giver starts without this piece",
+    )
+    match.add_argument(
+        "--odds-giver", choices=["first", "second"], help="which engine gives the odds (first)"
+    )
     match.add_argument("--games", type=int, help="games to play (100)")
     match.add_argument("--sprt", metavar="ELO0,ELO1", help="stop early by an SPRT of these bounds")
     match.add_argument("--alpha", type=float, default=0.05, help="SPRT false-positive rate")
@@ -90,7 +98,8 @@ def _match_config(args: argparse.Namespace, base: dict | None = None):
     from frugalzero.evaluate.match import MatchConfig
 
     data = dict(base or {})
-    for key in ("games", "openings", "noise_plies", "concurrency", "pgn", "seed"):
+    keys = ("games", "openings", "noise_plies", "odds", "odds_giver", "concurrency", "pgn", "seed")
+    for key in keys:
         value = getattr(args, key, None)
         if value is not None:
             data[key] = value

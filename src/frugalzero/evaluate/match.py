@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import chess
 
@@ -25,7 +26,7 @@ from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig, Adjudicator
 from frugalzero.evaluate.elo import elo_interval, los
 from frugalzero.evaluate.engines import Player, PlayerFailure, make_players
-from frugalzero.evaluate.openings import opening_stream
+from frugalzero.evaluate.openings import odds_opening, opening_stream
 from frugalzero.evaluate.pgn import GameOutcome, append_game, score_comment, to_pgn
 from frugalzero.evaluate.specs import EngineSpec, parse_spec
 from frugalzero.evaluate.sprt import SprtConfig, SprtResult, sprt
@@ -44,6 +45,11 @@ class MatchConfig:
     random openings of ``noise_plies`` plies (or the start position if that is 0)."""
     noise_plies: int = 8
     """Random plies that make an opening when there is no book (material kept level)."""
+    odds: Literal["", "knight", "rook", "queen"] = ""
+    """Odds chess: every game starts without this piece of the odds giver (queen-side knight
+    or rook, or the queen), then ``noise_plies`` random plies; no book. Empty = no odds."""
+    odds_giver: Literal["first", "second"] = "first"
+    """Which engine gives the odds, whatever colour it plays: the first (A) or the second."""
     concurrency: int = 0
     """Games played at once; 0 = one per CPU core (each game's engines take turns on one)."""
     seed: int = 1
@@ -253,7 +259,13 @@ async def run_match(
                 openings[pair] = next(stream)
             a_white = index % 2 == 0
             white, black = (a, b) if a_white else (b, a)
-            outcome = await play_game(white, black, openings[pair], index, config)
+            opening = openings[pair]
+            if config.odds:  # the giver's colour changes within a pair, so its start does too
+                giver_white = a_white == (config.odds_giver == "first")
+                opening = odds_opening(
+                    config.odds, giver_white, config.noise_plies, (config.seed, pair)
+                )
+            outcome = await play_game(white, black, opening, index, config)
             outcomes.append(outcome)
             reasons[outcome.reason] += 1
             tally.add(pair, outcome.white_score() if a_white else 1 - outcome.white_score())

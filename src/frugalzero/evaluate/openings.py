@@ -18,7 +18,7 @@ from pathlib import Path
 
 import chess
 
-from frugalzero.chess.positions import Opening, load_book
+from frugalzero.chess.positions import Opening, load_book, odds_board
 
 VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
 
@@ -64,3 +64,23 @@ def opening_stream(book: str | Path | None, noise_plies: int, seed: int) -> Iter
     else:
         while True:
             yield Opening(chess.STARTING_FEN, name="startpos")
+
+
+def odds_opening(
+    piece: str, giver_white: bool, plies: int, seed: tuple[int, int], tries: int = 100
+) -> Opening:
+    """An odds start (``giver_white``: White gives ``piece``) followed by ``plies`` random
+    plies, nobody in check at the end; the same seed gives the same opening."""
+    root = odds_board(piece, chess.WHITE if giver_white else chess.BLACK)
+    rng = random.Random(f"{seed[0]}-{seed[1]}-{giver_white}")
+    name = f"{piece} odds, {'White' if giver_white else 'Black'} gives"
+    for _ in range(tries):
+        board = root.copy()
+        for _ in range(plies):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        if not board.is_check() and board.outcome(claim_draw=True) is None:
+            return Opening(root.fen(), tuple(m.uci() for m in board.move_stack), name=name)
+    return Opening(root.fen(), name=name)

@@ -27,8 +27,20 @@ ELO_COLUMNS = [
 ]
 
 
-def net_spec(run_dir: Path, net: str, nodes: int) -> str:
-    return f"net:{(run_dir / net).resolve()}?nodes={nodes}"
+def net_spec(run_dir: Path, net: str, config: RunConfig) -> str:
+    """The engine spec of one of the run's nets: the evaluation's node count, plus the run's
+    evaluator settings where they differ from the defaults (e.g. ``compile=off``)."""
+    from frugalzero.evaluate.specs import parse_spec
+    from frugalzero.nn.evaluator import EvaluatorConfig
+
+    params = [f"nodes={config.evaluation.nodes}"]
+    default = EvaluatorConfig()
+    for f in dataclasses.fields(EvaluatorConfig):
+        value = getattr(config.evaluator, f.name)
+        if value != getattr(default, f.name):
+            params.append(f"{f.name}={str(value).lower() if isinstance(value, bool) else value}")
+    spec = f"net:{(run_dir / net).resolve()}?{'&'.join(params)}"
+    return parse_spec(spec).name  # the name matches write in their PGN headers
 
 
 def anchor_elo(config: RunConfig) -> float:
@@ -83,7 +95,7 @@ def evaluate_iteration(
     from frugalzero.evaluate.gating import gate
 
     ev = config.evaluation
-    new = net_spec(run_dir, net, ev.nodes)
+    new = net_spec(run_dir, net, config)
     out: dict[str, Any] = {}
     seed = config.seed * 7919 + iteration
     if ev.games_vs_random:
@@ -97,7 +109,7 @@ def evaluate_iteration(
             seed,
         )
     if state.best and ev.games_vs_best:
-        best = net_spec(run_dir, state.best, ev.nodes)
+        best = net_spec(run_dir, state.best, config)
         vs = match(
             run_dir, config, new, best, ev.games_vs_best, f"iter-{iteration:04d}-vs-best", seed + 1
         )
@@ -123,7 +135,7 @@ def final_matches(run_dir: Path, config: RunConfig, state: RunState) -> dict[str
     if not ev.final_games or not state.iterations:
         return {}
     last, first = state.iterations[-1].net, state.iterations[0].net
-    spec = net_spec(run_dir, last, ev.nodes)
+    spec = net_spec(run_dir, last, config)
     out = {
         "vs_random": match(
             run_dir, config, spec, RANDOM, ev.final_games, "final-vs-random", config.seed * 7919 - 1
@@ -134,7 +146,7 @@ def final_matches(run_dir: Path, config: RunConfig, state: RunState) -> dict[str
             run_dir,
             config,
             spec,
-            net_spec(run_dir, first, ev.nodes),
+            net_spec(run_dir, first, config),
             ev.final_games,
             "final-vs-first",
             config.seed * 7919 - 2,
@@ -155,16 +167,15 @@ def rate_iterations(run_dir: Path, config: RunConfig, state: RunState) -> None:
         return
     anchor = anchor_elo(config)
     ratings = mle_ratings(games, anchors={RANDOM: anchor})
-    nodes = config.evaluation.nodes
     for record in state.iterations:
-        rating = ratings.players.get(net_spec(run_dir, record.net, nodes))
+        rating = ratings.players.get(net_spec(run_dir, record.net, config))
         if rating is not None:
             record.elo = round(rating.elo, 1)
             record.elo_ci95 = [round(rating.ci95[0], 1), round(rating.ci95[1], 1)]
-    write_elo_csv(run_dir, state, ratings, nodes)
+    write_elo_csv(run_dir, config, state, ratings)
 
 
-def write_elo_csv(run_dir: Path, state: RunState, ratings, nodes: int) -> None:
+def write_elo_csv(run_dir: Path, config: RunConfig, state: RunState, ratings) -> None:
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(ELO_COLUMNS)
@@ -172,7 +183,7 @@ def write_elo_csv(run_dir: Path, state: RunState, ratings, nodes: int) -> None:
     for r in state.iterations:
         positions += r.positions
         minutes += (r.generate_s + r.train_s + r.evaluate_s) / 60
-        rating = ratings.players.get(net_spec(run_dir, r.net, nodes))
+        rating = ratings.players.get(net_spec(run_dir, r.net, config))
         games = rating.games if rating is not None else 0
         low, high = r.elo_ci95 if r.elo_ci95 else ("", "")
         writer.writerow(
