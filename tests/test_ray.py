@@ -110,3 +110,37 @@ def test_cli_selfplay_ray_writes_the_same_shards(runtime, net_file: Path, tmp_pa
     records = [r for shard in result["shards"] for r in read_shard(shard)]
     assert len(records) == 3 and sum(len(r.moves) for r in records) == result["positions"]
     assert ray.is_initialized()  # a runtime it did not start is left running
+
+
+def test_stockfish_games_on_ray_match_local_and_survive_a_kill(runtime) -> None:
+    """Stockfish games through ``RayPlayoutPool``: every game of the local pool, once each,
+    though one worker is killed after the first game came back."""
+    from frugalzero.errors import UserError
+    from frugalzero.expert.engine import EngineConfig, resolve_command
+    from frugalzero.expert.explore import label_playouts
+    from frugalzero.expert.pool import StockfishPool
+    from frugalzero.expert.sfgames import SfGamesConfig, game_tasks
+    from frugalzero.scale.playouts import RayPlayoutPool
+
+    try:
+        resolve_command("stockfish")
+    except UserError:
+        pytest.skip("Stockfish is not installed (make test installs it)")
+    config = SfGamesConfig(max_plies=24, seed=5, engine=EngineConfig(nodes=30))
+    local: list = []
+    with StockfishPool(config.engine, 1) as pool:
+        label_playouts(pool, game_tasks(config, 8), local.append)
+    remote: list = []
+    with RayPlayoutPool(config.engine, RayConfig(workers=2, chunk=3)) as pool:
+
+        def sink(record) -> None:
+            remote.append(record)
+            if len(remote) == 1:
+                os.kill(pool.pool.busy_pids()[0], signal.SIGKILL)
+
+        stats = label_playouts(pool, game_tasks(config, 8), sink)
+        deaths = pool.stats()["worker_deaths"]
+    ids = [r.game_id for r in remote]
+    assert len(ids) == len(set(ids)) == len(local) == 8 and stats.failed == 0
+    assert set(ids) == {r.game_id for r in local}
+    assert deaths == 1

@@ -218,15 +218,17 @@ class RayWorkers:
         self.info.append(info)
 
     def _check_start_timeout(self, every: bool = False) -> None:
-        """No worker may wait forever for a place; with ``every``, each must start in time."""
+        """No worker may wait forever for a place: with ``every`` (the first start) each must
+        start in time; later, a replacement may wait as long as another worker is up."""
         limit = self.config.start_timeout_s
-        now = time.monotonic()
-        waiting = [s for s in self.slots if s.starting is not None]
-        if not waiting or (not every and any(s.pid for s in self.slots)):
+        waits = [time.monotonic() - s.started_at for s in self.slots if s.starting is not None]
+        if not waits:
             return
-        if min(now - s.started_at for s in waiting) > limit or (
-            every and max(now - s.started_at for s in waiting) > limit
-        ):
+        if every:
+            late = max(waits) > limit
+        else:
+            late = not any(s.pid for s in self.slots) and min(waits) > limit
+        if late:
             raise UserError(
                 f"ray: a {self.name} could not start within {limit:g} s; does the cluster have "
                 f"{self.config.cpus_per_worker} free CPU(s) per worker? (ray status shows it)"
