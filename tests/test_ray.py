@@ -144,3 +144,22 @@ def test_stockfish_games_on_ray_match_local_and_survive_a_kill(runtime) -> None:
     assert len(ids) == len(set(ids)) == len(local) == 8 and stats.failed == 0
     assert set(ids) == {r.game_id for r in local}
     assert deaths == 1
+
+
+def test_pipeline_generation_step_goes_through_ray(
+    runtime, net_file: Path, tmp_path, monkeypatch
+) -> None:
+    """``frugalzero run`` with ``ray`` set: the generation step's games come from Ray workers
+    (the local pool would fail) and land in the iteration's shards like a local step's."""
+    import frugalzero.selfplay.play
+    from frugalzero.config import load_config
+    from frugalzero.pipeline.config import RunConfig
+    from frugalzero.pipeline.generate import generate
+
+    sets = ["ray=local", "generate.games=3", "selfplay.max_plies=8", "selfplay.concurrent=2"]
+    config = load_config(RunConfig, None, sets + ["selfplay.search.simulations=8"])
+    monkeypatch.setattr(frugalzero.selfplay.play, "run_selfplay", None)  # not called
+    seen: list[int] = []
+    report = generate(config, tmp_path / "gen", 1, net_file, "n", None, lambda d, t: seen.append(d))
+    assert report["games"] == 3 and report["positions"] > 0 and seen[-1] == 3
+    assert ray.is_initialized()
