@@ -68,7 +68,7 @@ class TrainConfig:
     """Share of the first iteration's games held out as the fixed validation set."""
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     """Autocast precision (master weights stay fp32): 'auto' = bf16 on CPUs with native bf16
-    (2x fp32 for training here), bf16 or fp16 (with loss scaling) on CUDA, else fp32."""
+    (1.5x fp32 for training here), bf16 or fp16 (with loss scaling) on CUDA, else fp32."""
     channels_last: bool = True
     """NHWC memory layout, which oneDNN and cuDNN convolutions prefer (1.2x here)."""
     compile: Literal["auto", "on", "off"] = "auto"
