@@ -27,15 +27,21 @@ def material(board: chess.Board, color: chess.Color) -> int:
     return sum(v * len(board.pieces(p, color)) for p, v in VALUES.items())
 
 
+def random_walk(root: chess.Board, rng: random.Random, plies: int) -> chess.Board:
+    """Up to ``plies`` uniformly random moves from ``root`` (fewer if the game ends)."""
+    board = root.copy()
+    for _ in range(plies):
+        moves = list(board.legal_moves)
+        if not moves:
+            break
+        board.push(rng.choice(moves))
+    return board
+
+
 def random_opening(rng: random.Random, plies: int, tries: int = 1000) -> Opening:
     """``plies`` random moves from the start, material level, nobody in check."""
     for _ in range(tries):
-        board = chess.Board()
-        for _ in range(plies):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
+        board = random_walk(chess.Board(), rng, plies)
         if (
             len(board.move_stack) == plies
             and not board.is_check()
@@ -75,12 +81,7 @@ def odds_opening(
     rng = random.Random(f"{seed[0]}-{seed[1]}-{giver_white}")
     name = f"{piece} odds, {'White' if giver_white else 'Black'} gives"
     for _ in range(tries):
-        board = root.copy()
-        for _ in range(plies):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
+        board = random_walk(root, rng, plies)
         if not board.is_check() and board.outcome(claim_draw=True) is None:
             return Opening(root.fen(), tuple(m.uci() for m in board.move_stack), name=name)
     return Opening(root.fen(), name=name)
