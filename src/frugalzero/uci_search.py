@@ -19,15 +19,6 @@ import numpy as np
 from frugalzero.search import SearchConfig, SearchTree, search
 from frugalzero.uci import Option, SearchRequest
 
-# what a UCI game wants: best play, no exploration noise, no resignation (the GUI adjudicates)
-PLAY_SEARCH = {
-    "root_noise": False,
-    "gumbel_noise": False,
-    "temperature": 0.0,
-    "temperature_plies": 0,
-    "final_temperature": 0.0,
-    "resign_threshold": -2.0,
-}
 INFO_INTERVAL = 0.5  # seconds between info lines
 
 
@@ -137,7 +128,7 @@ class NetSearcher:
     def _tree_for(self, request: SearchRequest) -> SearchTree:
         """Reuse the last tree when the requested game continues it, else start afresh."""
         history = request.history
-        config = SearchConfig(**PLAY_SEARCH, leaves_per_gather=self.batch)
+        config = SearchConfig(leaves_per_gather=self.batch).for_play()
         tree = self.tree
         if tree is not None:
             old, new = tree.board, history.board

@@ -25,25 +25,16 @@ from frugalzero.errors import UserError
 from frugalzero.evaluate.engines import MATE_CP, Played, Player, value_to_cp
 from frugalzero.evaluate.specs import EngineSpec
 
-# a match wants the engine's best play: no exploration noise, no sampling, our own resignation
-MATCH_SEARCH = {
-    "root_noise": False,
-    "gumbel_noise": False,
-    "temperature": 0.0,
-    "temperature_plies": 0,
-    "final_temperature": 0.0,
-    "resign_threshold": -2.0,
-}
-
 
 def net_configs(spec: EngineSpec, seats: int):
     """(SearchConfig, EvaluatorConfig) from the spec's keys; a typo is a one-line error."""
     from frugalzero.nn.evaluator import EvaluatorConfig
     from frugalzero.search import SearchConfig
+    from frugalzero.search.config import PLAY_SETTINGS
 
     search_fields = {f.name for f in dataclasses.fields(SearchConfig)}
     eval_fields = {f.name for f in dataclasses.fields(EvaluatorConfig)}
-    search: dict = dict(MATCH_SEARCH)
+    search: dict = dict(PLAY_SETTINGS)  # a match wants the engine's best play
     search["leaves_per_gather"] = max(1, 16 // max(1, seats))  # fill batches when games are few
     evaluator: dict = {}
     for key, text in spec.params.items():

@@ -99,11 +99,15 @@ class SearchConfig:
     def for_play(self) -> SearchConfig:
         """The same search for playing matches: no root noise, no Gumbel noise, the best move
         at every ply (temperature 0), no resignation."""
-        return dataclasses.replace(
-            self,
-            root_noise=False,
-            gumbel_noise=False,
-            temperature=0.0,
-            final_temperature=0.0,
-            resign_threshold=-1.0,
-        )
+        return dataclasses.replace(self, **PLAY_SETTINGS)
+
+
+PLAY_SETTINGS: dict[str, float | bool] = {
+    "root_noise": False,
+    "gumbel_noise": False,
+    "temperature": 0.0,
+    "temperature_plies": 0,
+    "final_temperature": 0.0,
+    "resign_threshold": -2.0,  # below any value: never resigns (the GUI or match adjudicates)
+}
+"""What playing (matches, UCI) changes in a search config: best play, no exploration."""
