@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 def main(root: str, out: str) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for path in sorted(Path(root).glob("*/elo.csv")):
-        rows = [r for r in csv.DictReader(path.open()) if r["elo"]]
+        with path.open() as f:
+            rows = [r for r in csv.DictReader(f) if r["elo"]]
         if not rows:
             continue
         minutes = [float(r["minutes"]) for r in rows]
