@@ -3,7 +3,11 @@
 Stockfish plays 120 games at 10 nodes a move from random 8-ply openings (seconds on two
 cores); a quarter of the games is held out whole. After a short training run the net must
 pick Stockfish's move far more often than a uniform guess over the legal moves, and its value
-head must rank positions whose side to move went on to win above those whose side lost.
+head must rank held-out positions as Stockfish does and as the games ended.
+
+Adam, not SGD: over 200 steps SGD's value head was at the mercy of the games drawn (held-out
+AUC against the results 0.51 to 0.81 over different game sets), Adam's was not (0.70 to 0.85
+over 3 game sets x 3 seeds; AUC against Stockfish's evaluation 0.79 to 0.88).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ def test_tiny_net_learns_stockfish_moves_and_values(sfgames, tmp_path, capsys):
     config = TrainConfig(
         batch_size=128,
         steps=200,
+        optimizer="adam",
         swa_cycles=0,
         value_lambda=1.0,  # Stockfish's evaluation: a denser signal than 90 game results
         weight_decay=3e-3,
@@ -75,9 +80,15 @@ def test_tiny_net_learns_stockfish_moves_and_values(sfgames, tmp_path, capsys):
     chance = float((1.0 / batch.legal.sum(1).double()).mean())
     values = value_from_output(value.float(), trainer.head)
     auc = rank_auc(values, batch.z > 0, batch.z < 0)
+    expert = batch.expert_value
+    expert_auc = rank_auc(values, expert > 0.1, expert < -0.1)
     with capsys.disabled():
-        print(f"\nlearning check: top-1 {top1:.3f} vs chance {chance:.3f}, value AUC {auc:.3f}")
+        print(
+            f"\nlearning check: top-1 {top1:.3f} vs chance {chance:.3f}, "
+            f"value AUC {auc:.3f} against results, {expert_auc:.3f} against Stockfish"
+        )
 
     assert top1 == pytest.approx(summary["validation"]["traversing"]["top1"], abs=1e-6)
     assert top1 > 1.5 * chance and top1 > chance + 0.05
+    assert expert_auc > 0.7
     assert auc > 0.6
