@@ -2,20 +2,30 @@
 # Every data method from nothing on the same wall-clock budget (cpu-1h preset, its minutes
 # overridden), one after the other on this machine; then the Elo-against-compute plot.
 #   benchmarks/compare.sh [MINUTES] [OUT] [--set key=value ...]   (defaults: 60, runs/compare)
+# METHODS="sfgames eps-explore" runs only those. A method whose directory already holds a run
+# is resumed where it stopped (a finished one is left as it is).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:-60}
 OUT=${2:-runs/compare}
+METHODS=${METHODS:-sfgames eps-explore selfplay contempt gumbel}
 FZ=.venv/bin/frugalzero
 common=(--preset cpu-1h --set "budget.minutes=$MINUTES" "${@:3}")
 # self-play methods: a small search so that an iteration fits the budget several times over
 selfplay=(--set selfplay.search.simulations=32 --set generate.games=48)
-$FZ run "${common[@]}" --method sfgames --dir "$OUT/sfgames"
-$FZ run "${common[@]}" --method eps-explore --set generate.steps=300 \
-    --set explore.engine.nodes=400 --dir "$OUT/eps-explore"
-$FZ run "${common[@]}" --method selfplay "${selfplay[@]}" --dir "$OUT/selfplay"
-$FZ run "${common[@]}" --method contempt "${selfplay[@]}" --set generate.nscl_raise=2 \
-    --dir "$OUT/contempt"
-$FZ run "${common[@]}" --method gumbel "${selfplay[@]}" --set selfplay.search.simulations=16 \
-    --dir "$OUT/gumbel"
-.venv/bin/python benchmarks/plot_elo.py "$OUT" benchmarks/elo_vs_compute.png
+declare -A extra=(
+    [sfgames]=""
+    [eps-explore]="--set generate.steps=300 --set explore.engine.nodes=400"
+    [selfplay]="${selfplay[*]}"
+    [contempt]="${selfplay[*]} --set generate.nscl_raise=2"
+    [gumbel]="${selfplay[*]} --set selfplay.search.simulations=16"
+)
+for method in $METHODS; do
+    if [[ -e "$OUT/$method/config.toml" ]]; then
+        $FZ run --dir "$OUT/$method"
+    else
+        # shellcheck disable=SC2086  # the extra options are words on purpose
+        $FZ run "${common[@]}" --method "$method" ${extra[$method]} --dir "$OUT/$method"
+    fi
+done
+.venv/bin/python benchmarks/plot_elo.py "$OUT" "benchmarks/elo_vs_compute-${MINUTES}min.png"
