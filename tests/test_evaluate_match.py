@@ -25,7 +25,8 @@ needs_stockfish = pytest.mark.skipif(
 )
 
 FAKE_ENGINE = """#!{python}
-# A UCI engine for tests: random legal moves; once (marker file) it dies or hangs at a 'go'.
+# A UCI engine for tests: random legal moves; once (marker file) it dies or hangs at a 'go',
+# or (mode "startup") dies at its first 'uci' before answering.
 import os, random, signal, sys, time
 import chess
 
@@ -46,6 +47,8 @@ for line in sys.stdin:
     if not words:
         continue
     if words[0] == "uci":
+        if MODE == "startup" and _first(MARKER):
+            os.kill(os.getpid(), signal.SIGKILL)
         print("id name fake")
         print("uciok")
     elif words[0] == "isready":
@@ -170,6 +173,15 @@ def test_a_crashing_engine_loses_that_game_only(tmp_path):
     others = [o for o in result.outcomes if not o.failed]
     assert len(others) == 3 and all(o.plies > 20 for o in others)
     assert result.tally.games == 4 and result.tally.losses >= 1
+
+
+def test_an_engine_killed_during_its_handshake_is_started_again(tmp_path):
+    dies = fake_engine(tmp_path, "startup", at=0)
+    cfg = MatchConfig(games=4, concurrency=2, adjudication=SHORT)
+    result = play_match(dies, "random?seed=3", cfg)
+    assert (tmp_path / "startup.done").exists()  # one process did die in its handshake
+    assert result.tally.games == 4
+    assert not any(o.failed for o in result.outcomes) and all(o.plies > 20 for o in result.outcomes)
 
 
 def _children_named(name: str) -> list[int]:

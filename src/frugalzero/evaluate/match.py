@@ -4,7 +4,8 @@ The runner is one asyncio event loop. Each of ``concurrency`` game slots owns on
 engine (a UCI process each; a net engine's seats share one evaluator, so its searches in
 concurrent games are batched together) and plays game after game from a shared queue. Game 2k
 and 2k+1 use the same opening with colours swapped; A is White in even games. A failing engine
-(crash, hang, illegal move) loses that game and is restarted before its next one.
+(crash, hang, illegal move) loses that game and is restarted before its next one; one that
+dies while starting is started again.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import datetime
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -28,7 +29,7 @@ from frugalzero.evaluate.elo import elo_interval, los
 from frugalzero.evaluate.engines import Player, PlayerFailure, make_players
 from frugalzero.evaluate.openings import odds_opening, opening_stream
 from frugalzero.evaluate.pgn import GameOutcome, append_game, score_comment, to_pgn
-from frugalzero.evaluate.specs import EngineSpec, parse_spec
+from frugalzero.evaluate.specs import EngineSpec, check_executable, parse_spec
 from frugalzero.evaluate.sprt import SprtConfig, SprtResult, sprt
 
 RESTART_TRIES = 3
@@ -227,6 +228,9 @@ async def run_match(
     if config.games < 1:
         raise UserError(f"games must be at least 1, not {config.games}")
     seats = min(config.concurrency or available_cores(), config.games)
+    for spec in (spec_a, spec_b):  # a missing executable is not worth the start's retries
+        if spec.is_uci:
+            check_executable(spec)
     shared: dict = {}
     players_a = make_players(spec_a, seats, config.hang_seconds, shared)
     players_b = make_players(spec_b, seats, config.hang_seconds, shared)
@@ -240,10 +244,12 @@ async def run_match(
     today = datetime.date.today()
     batching: dict[str, dict[str, float]] = {}
 
-    async def restart(player: Player) -> None:
+    async def retried(action: Callable[[], Awaitable[None]]) -> None:
+        """Start or restart an engine, a few tries: one killed during its handshake comes back
+        like one killed mid-game; one that never starts still stops the match with its line."""
         for attempt in range(RESTART_TRIES):
             try:
-                await player.restart()
+                await action()
                 return
             except UserError:
                 if attempt == RESTART_TRIES - 1:
@@ -278,11 +284,11 @@ async def run_match(
             if on_game is not None:
                 on_game(outcome, tally)
             if outcome.failed:
-                await restart(white if outcome.result == "0-1" else black)  # the loser failed
+                await retried((white if outcome.result == "0-1" else black).restart)  # the loser
 
     tasks: list[asyncio.Task] = []
     try:
-        await asyncio.gather(*(p.start() for p in everyone))
+        await asyncio.gather(*(retried(p.start) for p in everyone))
         tasks = [asyncio.create_task(slot(a, b)) for a, b in zip(players_a, players_b)]
         await asyncio.gather(*tasks)
     finally:
