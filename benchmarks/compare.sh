@@ -12,13 +12,15 @@ METHODS=${METHODS:-sfgames eps-explore selfplay contempt gumbel}
 FZ=.venv/bin/frugalzero
 common=(--preset cpu-1h --set "budget.minutes=$MINUTES" "${@:3}")
 # self-play methods: a small search so that an iteration fits the budget several times over
-selfplay="--set selfplay.search.simulations=32 --set generate.games=48"
+# (Gumbel's sequential halving is built to improve the policy with few simulations)
+games="--set generate.games=48"
+selfplay="$games --set selfplay.search.simulations=32"
 declare -A extra=(
     [sfgames]=""
     [eps-explore]="--set generate.steps=300 --set explore.engine.nodes=400"
     [selfplay]="$selfplay"
     [contempt]="$selfplay --set generate.nscl_raise=2"
-    [gumbel]="$selfplay --set selfplay.search.simulations=16"
+    [gumbel]="$games --set selfplay.search.simulations=16"
 )
 for method in $METHODS; do
     if [[ -e "$OUT/$method/config.toml" ]]; then
