@@ -284,7 +284,8 @@ async def run_match(
             if on_game is not None:
                 on_game(outcome, tally)
             if outcome.failed:
-                await retried((white if outcome.result == "0-1" else black).restart)  # the loser
+                failed = white if outcome.result == "0-1" else black  # a failure loses
+                await retried(failed.restart)
 
     tasks: list[asyncio.Task] = []
     try:
