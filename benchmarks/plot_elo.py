@@ -16,6 +16,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+# one colour per method, whichever runs a directory holds so far
+COLOURS = {"sfgames": "C0", "eps-explore": "C1", "selfplay": "C2", "contempt": "C3", "gumbel": "C4"}
+
 
 def read_curve(path: Path) -> list[dict[str, str]]:
     with path.open() as f:
@@ -36,7 +39,6 @@ def main(root: str, out: str) -> None:
         gridspec_kw={"width_ratios": [7, 3][:panels]},
     )
     curve, ladder = axes[0][0], axes[0][-1]
-    colours = {}
     for run in runs:
         rows = read_curve(run / "elo.csv")
         if not rows:
@@ -45,8 +47,15 @@ def main(root: str, out: str) -> None:
         elo = [float(r["elo"]) for r in rows]
         low = [e - float(r["ci95_low"]) for e, r in zip(elo, rows)]
         high = [float(r["ci95_high"]) - e for e, r in zip(elo, rows)]
-        bars = curve.errorbar(minutes, elo, yerr=[low, high], marker="o", capsize=3, label=run.name)
-        colours[run.name] = bars[0].get_color()
+        curve.errorbar(
+            minutes,
+            elo,
+            yerr=[low, high],
+            marker="o",
+            capsize=3,
+            label=run.name,
+            color=COLOURS.get(run.name),
+        )
     curve.set_xlabel("CPU wall-clock minutes (generation + training + evaluation, 2 cores)")
     curve.set_ylabel("Elo, 95% interval (random = 508)")
     curve.set_title(
@@ -64,7 +73,7 @@ def main(root: str, out: str) -> None:
                 marker="*",
                 markersize=12,
                 capsize=4,
-                color=colours.get(name),
+                color=COLOURS.get(name),
             )
         ladder.set_xticks(range(len(ladders)), list(ladders), rotation=30)
         ladder.set_xlim(-0.5, len(ladders) - 0.5)
