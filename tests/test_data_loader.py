@@ -145,6 +145,19 @@ def test_holdout_is_fixed_whole_games_and_excluded(shard_dir):
     assert {games_of[v] for v in held}.isdisjoint({games_of[v] for v in trained})
 
 
+def test_holdout_floor_takes_whole_games_up_to_a_quarter(shard_dir):
+    total = select_all([shard_dir]).positions
+    share = 0.02 * total
+    plain = split_holdout([shard_dir], 0.02)[1].positions
+    floored_train, floored = split_holdout([shard_dir], 0.02, min_positions=int(0.1 * total))
+    assert plain < 0.1 * total <= floored.positions < 0.1 * total + 250
+    assert floored_train.positions + floored.positions == total
+    # the floor never takes more than a quarter, and never applies when nothing is held out
+    capped = split_holdout([shard_dir], 0.02, min_positions=10 * total)[1].positions
+    assert max(share, total // 4) <= capped < total // 4 + 250
+    assert split_holdout([shard_dir], 0.0, min_positions=total)[1].positions == 0
+
+
 def test_damaged_shard_and_bad_game_are_skipped(tmp_path, capsys):
     games = selfplay_like_games(3, seed=9)
     write_shard(tmp_path / "a.fzs", games[:2])

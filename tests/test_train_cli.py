@@ -51,6 +51,9 @@ def test_train_writes_the_net_and_reports_json(shards, tmp_path, capsys):
     net, meta = load_net(out)
     assert result["net_id"] == meta.net_id and result["arch"] == "tiny"
     assert result["positions"] > 500 and result["validation_positions"] > 30
+    # the default floor of 1,000 held-out positions, capped at a quarter of this small data
+    total = result["positions"] + result["validation_positions"]
+    assert total < 4000 and result["validation_positions"] >= total // 4
     assert result["steps"] == 2 * (result["positions"] // 32)  # one epoch + one SWA cycle
     for key in ("traversing_policy_loss", "average_top1", "train_value_loss"):
         assert math_finite(result[key]), key

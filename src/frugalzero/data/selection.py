@@ -165,10 +165,12 @@ def replay_window(sources: Iterable[str | Path] | Selection, window: int) -> Sel
 
 
 def split_holdout(
-    sources: Iterable[str | Path] | Selection, fraction: float
+    sources: Iterable[str | Path] | Selection, fraction: float, min_positions: int = 0
 ) -> tuple[Selection, Selection]:
     """(train, holdout): the holdout is the last ``fraction`` of the positions, whole games.
 
+    With ``fraction`` > 0 it holds at least ``min_positions`` (but never more than a quarter
+    of the data): 2% of a few dozen self-play games is a single game, too few to measure on.
     Deterministic: the same shards always give the same split, so a validation set fixed from
     the first iteration's data stays fixed (save it with ``Selection.to_json``).
     """
@@ -176,6 +178,8 @@ def split_holdout(
         raise UserError(f"holdout fraction must be in [0, 1), got {fraction}")
     selection = select_all(sources)
     want = int(round(selection.positions * fraction))
+    if fraction > 0:
+        want = max(want, min(min_positions, selection.positions // 4))
     if want == 0:
         return selection, Selection()
     holdout = replay_window(selection, want)

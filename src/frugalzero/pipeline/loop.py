@@ -138,7 +138,10 @@ class RunLoop:
         summary: dict[str, Any] = {}
         if trainer.progress.iteration < k:  # else it finished before the last kill
             train_sel, holdout_sel = fixed_holdout(
-                self.dir / "train", [self.dir / "data"], self.config.train.validation_fraction
+                self.dir / "train",
+                [self.dir / "data"],
+                self.config.train.validation_fraction,
+                self.config.train.validation_min_positions,
             )
             window = replay_window(train_sel, self.config.generate.window)
             with self._progress() as progress:

@@ -125,7 +125,9 @@ def _train(args: argparse.Namespace) -> int:
             )
         console.print(f"[bold]resuming[/] the stopped run in {run_dir}")
 
-    train_sel, holdout_sel = fixed_holdout(run_dir, args.data, config.validation_fraction)
+    train_sel, holdout_sel = fixed_holdout(
+        run_dir, args.data, config.validation_fraction, config.validation_min_positions
+    )
     if args.window:
         train_sel = replay_window(train_sel, args.window)
     if train_sel.positions == 0:

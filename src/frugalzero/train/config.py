@@ -66,6 +66,10 @@ class TrainConfig:
     0 = one whole epoch."""
     validation_fraction: float = 0.02
     """Share of the first iteration's games held out as the fixed validation set."""
+    validation_min_positions: int = 1000
+    """The validation set holds at least this many positions (whole games, at most a quarter
+    of the first iteration's data) when validation_fraction > 0: 2% of 48 self-play games is
+    one game, whose losses measure nothing."""
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     """Autocast precision (master weights stay fp32): 'auto' = bf16 on CPUs with native bf16
     (1.5x fp32 for training here), bf16 or fp16 (with loss scaling) on CUDA, else fp32."""
@@ -112,6 +116,7 @@ class TrainConfig:
             (self.swa_lr >= 0, "swa_lr must not be negative"),
             (self.bn_samples >= 0, "bn_samples must not be negative"),
             (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
+            (self.validation_min_positions >= 0, "validation_min_positions must not be negative"),
             (self.threads >= 0, "threads must not be negative"),
             (self.log_every >= 1, "log_every must be at least 1"),
         ]

@@ -125,11 +125,15 @@ def selection_fingerprint(selection: Selection) -> str:
 
 
 def fixed_holdout(
-    run_dir: Path, sources: Iterable[str | Path] | Selection, fraction: float
+    run_dir: Path,
+    sources: Iterable[str | Path] | Selection,
+    fraction: float,
+    min_positions: int = 0,
 ) -> tuple[Selection, Selection]:
     """(train, holdout) for this iteration's ``sources``.
 
-    The first call splits off the last ``fraction`` of the positions (whole games) and writes
+    The first call splits off the last ``fraction`` of the positions, at least
+    ``min_positions`` (whole games; see ``split_holdout``), and writes
     the holdout to ``run_dir/validation.json``; later calls read it back, so validation stays
     on the same positions, and take those games out of whatever training data comes later.
     """
@@ -141,7 +145,7 @@ def fixed_holdout(
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise UserError(f"{path}: unreadable validation set ({exc})") from None
         return selection.without(holdout), holdout
-    train, holdout = split_holdout(selection, fraction)
+    train, holdout = split_holdout(selection, fraction, min_positions)
     if holdout.positions:
         atomic_write_bytes(path, json.dumps(holdout.to_json(), indent=1).encode())
     return train, holdout
