@@ -3,13 +3,17 @@
 # overridden), one after the other on this machine; then the Elo-against-compute plot.
 #   benchmarks/compare.sh [MINUTES] [OUT] [--set key=value ...]   (defaults: 60, runs/compare)
 # METHODS="sfgames eps-explore" runs only those. A method whose directory already holds a run
-# is resumed where it stopped (a finished one is left as it is).
+# is resumed where it stopped (a finished one is left as it is). Each finished run's record
+# (config.toml, state.json, elo.csv) is copied to benchmarks/results/MINUTESmin/METHOD/, which
+# is committed: run folders stay on the machine that made them, and the plot is drawn from
+# the committed records (a ladder's --json goes there too, as ladder.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:-60}
 OUT=${2:-runs/compare}
 METHODS=${METHODS:-sfgames eps-explore selfplay contempt gumbel}
 FZ=.venv/bin/frugalzero
+RESULTS=benchmarks/results/${MINUTES}min
 common=(--preset cpu-1h --set "budget.minutes=$MINUTES" "${@:3}")
 # self-play methods: a small search so that an iteration fits the budget several times over
 # (Gumbel's sequential halving is built to improve the policy with few simulations)
@@ -29,5 +33,7 @@ for method in $METHODS; do
         # shellcheck disable=SC2086  # the extra options are words on purpose
         $FZ run "${common[@]}" --method "$method" ${extra[$method]} --dir "$OUT/$method"
     fi
+    mkdir -p "$RESULTS/$method"
+    cp "$OUT/$method"/{config.toml,state.json,elo.csv} "$RESULTS/$method/"
 done
-.venv/bin/python benchmarks/plot_elo.py "$OUT" "benchmarks/elo_vs_compute-${MINUTES}min.png"
+.venv/bin/python benchmarks/plot_elo.py "$RESULTS" "benchmarks/elo_vs_compute-${MINUTES}min.png"
