@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every data method from nothing on the same wall-clock budget (cpu-1h preset, its minutes
-# overridden), one after the other on this machine; then the Elo-against-compute plot.
+# overridden, its per-iteration settings pinned to the comparison's), one after the other on
+# this machine; then the Elo-against-compute plot.
 #   benchmarks/compare.sh [MINUTES] [OUT] [--set key=value ...]   (defaults: 60, runs/compare)
 # METHODS="sfgames eps-explore" runs only those. A method whose directory already holds a run
 # is resumed where it stopped (a finished one is left as it is). Each finished run's record
@@ -14,7 +15,12 @@ OUT=${2:-runs/compare}
 METHODS=${METHODS:-sfgames eps-explore selfplay contempt gumbel}
 FZ=.venv/bin/frugalzero
 RESULTS=benchmarks/results/${MINUTES}min
-common=(--preset cpu-1h --set "budget.minutes=$MINUTES" "${@:3}")
+# the comparison's settings, pinned: cpu-1h as it was when the methods were compared (300 games
+# and 600 steps plus one SWA epoch an iteration, a 400,000-position window); the preset has
+# since been tuned for Stockfish's games alone, and 3,000 self-play games would not fit an hour
+compared=(--set generate.games=300 --set generate.window=400000 --set train.steps=600
+    --set train.swa_cycles=1)
+common=(--preset cpu-1h --set "budget.minutes=$MINUTES" "${compared[@]}" "${@:3}")
 # self-play methods: a small search so that an iteration fits the budget several times over
 # (Gumbel's sequential halving is built to improve the policy with few simulations)
 games="--set generate.games=48"

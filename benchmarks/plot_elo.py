@@ -1,6 +1,7 @@
 """Elo against compute (CPU-minutes) for every run under a directory, from their elo.csv;
 beside it, where a run directory holds a ``ladder.json`` (``frugalzero ladder … --json``), the
-final net's rating on the calibrated ladder. The two are different scales: each run's own
+final net's rating on the calibrated ladder (a directory with only a ``ladder.json`` appears in
+that panel alone). The two are different scales: each run's own
 curve comes from short matches among its nets and ``random`` at the run's node count, so only
 the ladder panel compares methods."""
 
@@ -17,7 +18,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 # one colour per method, whichever runs a directory holds so far
-COLOURS = {"sfgames": "C0", "eps-explore": "C1", "selfplay": "C2", "contempt": "C3", "gumbel": "C4"}
+COLOURS = {
+    "sfgames": "C0",
+    "eps-explore": "C1",
+    "selfplay": "C2",
+    "contempt": "C3",
+    "gumbel": "C4",
+    "cpu-1h": "C5",
+}
 
 
 def read_curve(path: Path) -> list[dict[str, str]]:
@@ -26,7 +34,9 @@ def read_curve(path: Path) -> list[dict[str, str]]:
 
 
 def main(root: str, out: str) -> None:
-    runs = [p.parent for p in sorted(Path(root).glob("*/elo.csv"))]
+    runs = sorted(
+        {p.parent for pattern in ("*/elo.csv", "*/ladder.json") for p in Path(root).glob(pattern)}
+    )
     ladders = {
         run.name: json.loads(p.read_text()) for run in runs if (p := run / "ladder.json").is_file()
     }
@@ -40,7 +50,7 @@ def main(root: str, out: str) -> None:
     )
     curve, ladder = axes[0][0], axes[0][-1]
     for run in runs:
-        rows = read_curve(run / "elo.csv")
+        rows = read_curve(run / "elo.csv") if (run / "elo.csv").is_file() else []
         if not rows:
             continue
         minutes = [float(r["minutes"]) for r in rows]
