@@ -7,8 +7,16 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from frugalzero.config import dump_toml, from_dict, load_config, parse_override, read_toml
+from frugalzero.config import (
+    dump_toml,
+    from_dict,
+    list_presets,
+    load_config,
+    parse_override,
+    read_toml,
+)
 from frugalzero.errors import UserError
+from frugalzero.pipeline.config import RunConfig
 
 
 @dataclass
@@ -66,3 +74,10 @@ def test_bad_toml_file_names_the_file(tmp_path):
     bad.write_text("steps = = 3\n")
     with pytest.raises(UserError, match="bad.toml: bad TOML"):
         load_config(Outer, str(bad))
+
+
+@pytest.mark.parametrize("name", list_presets())
+def test_every_shipped_preset_loads_and_validates(name):
+    """A typo in a preset is found here, not an hour into someone's run."""
+    config = load_config(RunConfig, name)
+    config.validate()
