@@ -1,9 +1,9 @@
 """Elo against compute (CPU-minutes) for every run under a directory, from their elo.csv;
 beside it, where a run directory holds a ``ladder.json`` (``frugalzero ladder … --json``), the
 final net's rating on the calibrated ladder (a directory with only a ``ladder.json`` appears in
-that panel alone). The two are different scales: each run's own
-curve comes from short matches among its nets and ``random`` at the run's node count, so only
-the ladder panel compares methods."""
+that panel alone). The two are different scales: each run's own curve comes from short matches
+among its nets and ``random`` at the run's node count, so only the ladder panel compares
+methods."""
 
 from __future__ import annotations
 
