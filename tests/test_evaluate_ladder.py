@@ -1,4 +1,5 @@
-"""The rating ladder: climbing with simulated games, the shipped table, calibration resumes."""
+"""The rating ladder: climbing with simulated games, the shipped table, ratings and calibrations
+that resume."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from frugalzero.chess.positions import Opening
 from frugalzero.evaluate.calibrate import (
     ANCHOR,
     RUNGS,
@@ -18,9 +20,16 @@ from frugalzero.evaluate.calibrate import (
     schedule,
 )
 from frugalzero.evaluate.elo import score_from_elo
-from frugalzero.evaluate.ladder import LadderConfig, Rung, load_table, run_ladder, select_rungs
+from frugalzero.evaluate.ladder import (
+    LadderConfig,
+    Rung,
+    load_table,
+    resumed_tallies,
+    run_ladder,
+    select_rungs,
+)
 from frugalzero.evaluate.match import MatchConfig, MatchResult, Tally
-from frugalzero.evaluate.pgn import GameOutcome
+from frugalzero.evaluate.pgn import GameOutcome, append_game, to_pgn
 from frugalzero.evaluate.specs import parse_spec
 
 STOCKFISH = Path("/usr/games/stockfish")
@@ -103,6 +112,63 @@ def test_an_engine_that_wins_everything_gets_a_lower_bound():
     play, _ = _simulated_play(6000.0, seed=1)
     r = run_ladder("random", rungs, LadderConfig(games_per_rung=6), MatchConfig(), play=play)
     assert r.bound == "above" and r.ci95[1] == math.inf and r.elo > 2400
+
+
+def test_a_resumed_rating_plays_only_the_games_still_missing():
+    rungs = [Rung(name, elo, 0.0) for name, elo in TRUE.items()]
+    play, calls = _simulated_play(1130.0, seed=11)
+    seeds: list[int] = []
+
+    def recorded(a, b, cfg):
+        seeds.append(cfg.seed)
+        return play(a, b, cfg)
+
+    first = run_ladder("random", rungs, LadderConfig(games_per_rung=10), MatchConfig(), recorded)
+    old_seeds, old_calls = list(seeds), len(calls)
+    # the same target: nothing left to play, the same rating
+    cfg = LadderConfig(games_per_rung=10)
+    same = run_ladder("random", rungs, cfg, MatchConfig(), recorded, resumed=first.tallies)
+    assert len(calls) == old_calls and same.elo == first.elo
+    # a higher target: only the nearest rungs get more, on openings not played before
+    cfg, before = LadderConfig(games_per_rung=30), first.totals().games
+    more = run_ladder("random", rungs, cfg, MatchConfig(), recorded, resumed=first.tallies)
+    new_games = more.totals().games - before
+    assert 0 < new_games <= 3 * 20 + 2 * cfg.probe_games
+    assert not set(seeds[len(old_seeds) :]) & set(old_seeds)
+    assert first.totals().games == before  # the earlier rating's tallies are left as they were
+    for name, tally in first.tallies.items():
+        assert more.tallies[name].games >= tally.games
+    assert more.sigma_games < first.sigma_games
+
+
+def _copy(tallies: dict[str, Tally]) -> dict[str, Tally]:
+    return {
+        name: Tally(t.wins, t.draws, t.losses, list(t.pentanomial)) for name, t in tallies.items()
+    }
+
+
+def test_resumed_tallies_read_the_engines_games_from_either_side(tmp_path):
+    rungs = [Rung("random", 500.0, 0.0), Rung("stockfish?elo=1350&nodes=20000", 2068.0, 0.0)]
+    engine, sf = "net:a.safetensors?nodes=400", "stockfish?elo=1350&nodes=20000"
+    opening = Opening("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1", name="e4")
+    games = [
+        (0, engine, sf, "1-0"),  # a win as White
+        (1, sf, engine, "1/2-1/2"),  # its pair: a draw as Black
+        (2, sf, engine, "1-0"),  # a loss as Black
+        (0, engine, "random", "1-0"),
+        (0, "random", sf, "0-1"),  # between two others
+        (0, engine, "stockfish?elo=1500&nodes=20000", "0-1"),  # not a rung in use
+        (3, engine, sf, "*"),  # unfinished
+    ]
+    pgn = tmp_path / "ladder.pgn"
+    for index, white, black, result in games:
+        outcome = GameOutcome(index, white, black, result, "sim", "normal", opening)
+        append_game(pgn, to_pgn(outcome))
+    tallies, stats = resumed_tallies([pgn], "net:a.safetensors?nodes=400", rungs)
+    assert (tallies[sf].wins, tallies[sf].draws, tallies[sf].losses) == (1, 1, 1)
+    assert tallies[sf].pentanomial == [0, 0, 0, 1, 0]  # the first two games: one pair, 1.5
+    assert tallies["random"].wins == 1 and set(tallies) == {sf, "random"}
+    assert stats.skipped == 1
 
 
 def test_shipped_table_is_calibrated_from_random_to_stockfish():
@@ -197,6 +263,19 @@ def test_ladder_command_prints_one_json_object(tmp_path, capsys):
         assert key in data
     assert data["games"] == sum(r["games"] for r in data["rungs"].values()) >= 4
     assert data["elo_ci95"][0] <= data["elo"] <= data["elo_ci95"][1]
+    # the same rating resumed from its games plays only what a higher target adds
+    pgn = tmp_path / "ladder.pgn"
+    rated = [*args, "--neighbours", "2", "--concurrency", "2", "--pgn", str(pgn), "--json"]
+    assert main([*rated, "--games-per-rung", "2"]) == 0
+    played = pgn.read_text().count("[Event ")
+    first = json.loads(capsys.readouterr().out)
+    assert main([*rated, "--games-per-rung", "2", "--resume"]) == 0
+    assert pgn.read_text().count("[Event ") == played
+    assert json.loads(capsys.readouterr().out)["elo"] == first["elo"]
+    assert main([*rated, "--games-per-rung", "4", "--resume"]) == 0
+    assert json.loads(capsys.readouterr().out)["games"] == pgn.read_text().count("[Event ") > played
+    assert main([*args, "--resume"]) == 2
+    assert "--pgn" in capsys.readouterr().err
     assert main(["ladder", "--table", str(path), "--list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert list(listed["rungs"]) == ["random", "stockfish?depth=1&elo=1350", "stockfish?nodes=1"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 
 ENGINE_HELP = (
     "engine spec: net:PATH[?nodes=400], stockfish[?elo=1500|skill=5|nodes=..|depth=..], "
@@ -88,6 +89,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--table-only",
         action="store_true",
         help="with --calibrate: remake the table from the games in --state, play none",
+    )
+    ladder.add_argument(
+        "--resume",
+        action="store_true",
+        help="count the engine's games already in --pgn and play only those still missing "
+        "(a killed rating goes on; more --games-per-rung narrows a finished one)",
     )
     _add_match_options(ladder, games=None)
     ladder.set_defaults(handler=_ladder)
@@ -252,7 +259,13 @@ def _list_rungs(table, as_json: bool) -> int:
 
 
 def _climb(args: argparse.Namespace, table) -> int:
-    from frugalzero.evaluate.ladder import LadderConfig, run_ladder, select_rungs
+    from frugalzero.errors import UserError
+    from frugalzero.evaluate.ladder import (
+        LadderConfig,
+        resumed_tallies,
+        run_ladder,
+        select_rungs,
+    )
     from frugalzero.evaluate.match import play_match
     from frugalzero.report import emit, stderr_console
 
@@ -262,6 +275,17 @@ def _climb(args: argparse.Namespace, table) -> int:
     match = _match_config(args, base)
     config = LadderConfig(games_per_rung=args.games_per_rung, neighbours=args.neighbours)
     console = stderr_console()
+    resumed = None
+    if args.resume:
+        if not args.pgn:
+            raise UserError("ladder --resume: name the earlier rating's games with --pgn FILE")
+        if Path(args.pgn).is_file():
+            resumed, stats = resumed_tallies([args.pgn], args.engine, rungs)
+            games = sum(t.games for t in resumed.values())
+            console.print(
+                f"resumed {games} games of {args.engine} from {args.pgn}"
+                + (f" ({stats.skipped} unfinished or unreadable skipped)" if stats.skipped else "")
+            )
 
     def play(a, b, cfg):
         return play_match(a, b, cfg, progress=True)
@@ -271,7 +295,7 @@ def _climb(args: argparse.Namespace, table) -> int:
             f"  vs {rung}: +{tally.wins} ={tally.draws} -{tally.losses}  estimate {guess:.0f}"
         )
 
-    result = run_ladder(args.engine, rungs, config, match, play=play, on_step=step)
+    result = run_ladder(args.engine, rungs, config, match, play=play, on_step=step, resumed=resumed)
     summary = result.summary()
     if args.json:
         emit(summary, True)

@@ -9,10 +9,15 @@ won), re-estimates (maximum likelihood with the rungs held at their ratings, one
 per rung while all games are won or lost), and repeats until the ``neighbours`` rungs nearest
 the estimate each have ``games_per_rung`` games. The interval adds the rungs' own calibration
 uncertainty to that of the games.
+
+A rating goes on from the games of an earlier one (``resumed_tallies``, read from its PGN): a
+killed rating loses no game, and a finished one is narrowed by asking for more games per rung.
 """
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
 import math
 from collections.abc import Callable
@@ -23,6 +28,7 @@ from pathlib import Path
 from frugalzero.errors import UserError
 from frugalzero.evaluate.elo import Z95, mle_ratings
 from frugalzero.evaluate.match import MatchConfig, Tally, play_match
+from frugalzero.evaluate.pgn import RESULT_SCORE, PgnStats, read_headers
 from frugalzero.evaluate.specs import parse_spec
 
 
@@ -203,16 +209,20 @@ def run_ladder(
     match: MatchConfig,
     play: Callable[..., object] = play_match,
     on_step: Callable[[str, Tally, float], None] | None = None,
+    resumed: dict[str, Tally] | None = None,
 ) -> LadderResult:
-    """Place ``engine`` on the ladder of ``rungs`` (see the module docstring)."""
+    """Place ``engine`` on the ladder of ``rungs`` (see the module docstring), counting the
+    ``resumed`` games already played against them."""
     if not rungs:
         raise UserError("the ladder has no rungs")
     spec = parse_spec(engine)
     by_name = {r.name: r for r in rungs}
-    tallies: dict[str, Tally] = {}
+    resumed = {name: t for name, t in (resumed or {}).items() if name in by_name and t.games}
+    tallies = copy.deepcopy(resumed)  # the caller's stay as they were
     cap = config.max_games or config.games_per_rung * (config.neighbours + 2)
-    guess = rungs[len(rungs) // 2].elo
-    step = 0
+    guess = estimate(spec.name, tallies, by_name)[0] if tallies else rungs[len(rungs) // 2].elo
+    # past the earlier rating's steps (each played at least one game): new seeds, new openings
+    step = sum(t.games for t in tallies.values())
     while True:
         near = sorted(rungs, key=lambda r: abs(r.elo - guess))[: config.neighbours]
         todo = [r for r in near if tallies.get(r.name, Tally()).games < config.games_per_rung]
@@ -244,6 +254,35 @@ def run_ladder(
     elif bound == "below":
         lo = -math.inf
     return LadderResult(spec.name, tallies, by_name, elo, (lo, hi), sg, sr, bound)
+
+
+def resumed_tallies(
+    paths: list[str | Path], engine: str, rungs: list[Rung]
+) -> tuple[dict[str, Tally], PgnStats]:
+    """The finished games of ``engine`` against ``rungs`` in ``paths``, from its side (games
+    between other players are passed over); the two games of an opening stay a pair."""
+    name = parse_spec(engine).name
+    known = {r.name for r in rungs}
+    tallies: dict[str, Tally] = {}
+    waiting: dict[tuple[str, str], int] = {}
+    keys = itertools.count()
+    stats = PgnStats()
+    for headers in read_headers(paths, stats):
+        white, black = headers["White"], headers["Black"]
+        score = RESULT_SCORE[headers["Result"]]
+        if white == name and black in known:
+            rung = black
+        elif black == name and white in known:
+            rung, score = white, 1.0 - score
+        else:
+            continue
+        opening = (rung, headers.get("Opening", "") + headers.get("FEN", ""))
+        if opening in waiting:  # the pair's second game: the opening may start a new pair
+            pair = waiting.pop(opening)
+        else:
+            pair = waiting[opening] = -1 - next(keys)  # below every new game's key
+        tallies.setdefault(rung, Tally()).add(pair, score)
+    return tallies, stats
 
 
 def _bracketed(tallies: dict[str, Tally], rungs: list[Rung], guess: float) -> bool:

@@ -120,11 +120,11 @@ class PgnStats:
     """Games without a result ('*') or without player names."""
 
 
-def read_results(
+def read_headers(
     paths: list[str | Path], stats: PgnStats | None = None
-) -> Iterator[tuple[str, str, float]]:
-    """(white, black, white's score) of every finished game in ``paths``; others are counted in
-    ``stats.skipped``."""
+) -> Iterator[chess.pgn.Headers]:
+    """The headers of every finished game in ``paths`` (a result and both player names);
+    others are counted in ``stats.skipped``."""
     stats = stats if stats is not None else PgnStats()
     for path in map(Path, paths):
         if not path.is_file():
@@ -139,12 +139,20 @@ def read_results(
                 if headers is None:
                     break
                 white, black = headers.get("White", "?"), headers.get("Black", "?")
-                score = RESULT_SCORE.get(headers.get("Result", "*"))
-                if score is None or white in ("", "?") or black in ("", "?"):
+                named = white not in ("", "?") and black not in ("", "?")
+                if headers.get("Result", "*") not in RESULT_SCORE or not named:
                     stats.skipped += 1
                     continue
                 stats.read += 1
-                yield white, black, score
+                yield headers
+
+
+def read_results(
+    paths: list[str | Path], stats: PgnStats | None = None
+) -> Iterator[tuple[str, str, float]]:
+    """(white, black, white's score) of every finished game in ``paths``."""
+    for headers in read_headers(paths, stats):
+        yield headers["White"], headers["Black"], RESULT_SCORE[headers["Result"]]
 
 
 def pgn_text_games(text: str) -> list[chess.pgn.Game]:
