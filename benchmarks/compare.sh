@@ -17,9 +17,10 @@ FZ=.venv/bin/frugalzero
 RESULTS=benchmarks/results/${MINUTES}min
 # the comparison's settings, pinned: cpu-1h as it was when the methods were compared (300 games
 # and 600 steps plus one SWA epoch an iteration, a 400,000-position window); the preset has
-# since been tuned for Stockfish's games alone, and 3,000 self-play games would not fit an hour
+# since been tuned for Stockfish's games alone, and 3,000 self-play games would not fit an hour;
+# every iteration whole (budget.fit=false), as the budget was checked then
 compared=(--set generate.games=300 --set generate.window=400000 --set train.steps=600
-    --set train.swa_cycles=1)
+    --set train.swa_cycles=1 --set budget.fit=false)
 common=(--preset cpu-1h --set "budget.minutes=$MINUTES" "${compared[@]}" "${@:3}")
 # self-play methods: a small search so that an iteration fits the budget several times over
 # (Gumbel's sequential halving is built to improve the policy with few simulations)

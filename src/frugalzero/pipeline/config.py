@@ -22,7 +22,7 @@ METHODS: tuple[str, ...] = ("selfplay", "contempt", "gumbel", "eps-explore", "sf
 @dataclass
 class BudgetConfig:
     """When the run stops: whichever limit is reached first (0 = no limit of that kind). A
-    started iteration is always finished."""
+    started iteration is always finished (with ``minutes``, cut to fit: see ``fit``)."""
 
     iterations: int = 10
     """Generate-train-evaluate iterations."""
@@ -30,6 +30,10 @@ class BudgetConfig:
     """Wall-clock minutes of the whole run (resumed runs count their earlier sessions)."""
     positions: int = 0
     """Training positions generated."""
+    fit: bool = True
+    """With ``minutes``: cut the last iteration's games and training steps to what fits in the
+    minutes left (measured on the finished iterations), so the run ends near its budget instead
+    of up to an iteration past it; false = every iteration whole."""
 
 
 @dataclass

@@ -22,6 +22,7 @@ from rich.table import Table
 from frugalzero.config import dump_toml, to_dict
 from frugalzero.nn.checkpoint import NetMeta, atomic_write_bytes, load_net, save_net
 from frugalzero.pipeline.assess import evaluate_iteration, final_matches, rate_iterations
+from frugalzero.pipeline.budget import fraction_left, scaled
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.generate import generate
 from frugalzero.pipeline.state import IterationRecord, RunState
@@ -57,7 +58,23 @@ class RunLoop:
             return False
         if b.minutes and self.elapsed() >= b.minutes * 60:
             return False
-        return not (b.positions and s.positions >= b.positions)
+        if b.positions and s.positions >= b.positions:
+            return False
+        if "fraction" not in s.current:  # decided once: a resumed iteration keeps its size
+            s.current["fraction"] = round(
+                fraction_left(self.config, self.elapsed(), s.iterations), 4
+            )
+            self.save()
+            fraction = s.current["fraction"]
+            if fraction < 1:
+                left = (b.minutes * 60 - self.elapsed()) / 60
+                what = f"{fraction:.0%} of an iteration" if fraction else "too little of one"
+                self.console.print(f"iteration {s.iteration + 1}: {what} fits in {left:.1f} min")
+        return s.current["fraction"] > 0
+
+    def iteration_config(self) -> RunConfig:
+        """The run's config, cut to this iteration's share when the budget's end is near."""
+        return scaled(self.config, self.state.current.get("fraction", 1.0))
 
     def _initial_net(self) -> None:
         path = self.dir / INITIAL_NET
@@ -111,11 +128,12 @@ class RunLoop:
             def update(done: int, total: int) -> None:
                 progress.update(task, completed=done, total=total)
 
-            report = generate(self.config, out, k, net_path, meta.net_id, s.nscl, update)
-        s.current = {
-            "generation": report,
-            "generate_s": s.current.get("generate_s", 0) + time.perf_counter() - started,
-        }
+            config = self.iteration_config()
+            report = generate(config, out, k, net_path, meta.net_id, s.nscl, update)
+        if s.current.get("fraction", 1.0) < 1:
+            report["fraction"] = s.current["fraction"]
+        s.current["generation"] = report
+        s.current["generate_s"] = s.current.get("generate_s", 0) + time.perf_counter() - started
         s.positions += report.get("positions", 0)
         s.step = "train"
         self.save()
@@ -125,7 +143,9 @@ class RunLoop:
             from frugalzero.train.trainer import Trainer
 
             net, meta = load_net(self.dir / INITIAL_NET)
-            self._trainer = Trainer(self.config.train, net, self.dir / "train", parent=meta.net_id)
+            # the iteration's own settings: a cut iteration stopped mid-way resumes as it was
+            train = self.iteration_config().train
+            self._trainer = Trainer(train, net, self.dir / "train", parent=meta.net_id)
         return self._trainer
 
     def _train(self) -> None:
@@ -151,6 +171,7 @@ class RunLoop:
                 )
             holdout_set = PositionSet.load(holdout_sel) if holdout_sel.positions else None
             self.console.print(f"iteration {k}: training on {len(train_set):,} positions")
+            trainer.config = self.iteration_config().train
             summary = trainer.run_iteration(train_set, holdout_set)
         nets = self.dir / "nets"
         shutil.copyfile(self.dir / "train" / "net.safetensors", nets / f"iter-{k:04d}.safetensors")

@@ -1,0 +1,110 @@
+"""A minutes budget: the last iteration is cut to what fits, and a cut iteration resumes at the
+same size."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from frugalzero.config import load_config
+from frugalzero.pipeline import loop as loop_module
+from frugalzero.pipeline.budget import MIN_FRACTION, fraction_left, scaled
+from frugalzero.pipeline.config import RunConfig
+from frugalzero.pipeline.loop import RunLoop
+from frugalzero.pipeline.state import IterationRecord
+from frugalzero.train.trainer import TrainingInterrupted
+
+STOCKFISH = Path("/usr/games/stockfish")
+
+
+def _record(k: int, generate_s: float, train_s: float, evaluate_s: float) -> IterationRecord:
+    return IterationRecord(
+        iteration=k,
+        net=f"nets/iter-{k:04d}.safetensors",
+        net_id="x",
+        games=10,
+        positions=100,
+        generate_s=generate_s,
+        train_s=train_s,
+        evaluate_s=evaluate_s,
+        accepted=True,
+    )
+
+
+def _config(minutes: float, fit: bool = True) -> RunConfig:
+    config = RunConfig()
+    config.budget.minutes, config.budget.fit = minutes, fit
+    config.evaluation.games_vs_random = config.evaluation.games_vs_best = 20
+    config.evaluation.final_games = 40  # the final matches cost two iterations' evaluations
+    return config
+
+
+def test_the_last_iteration_gets_the_share_that_fits():
+    # 3 iterations of 600 s generating + training and 60 s of matches; 1980 s spent of 3600
+    done = [_record(k, 200.0, 400.0, 60.0) for k in (1, 2, 3)]
+    config = _config(60.0)
+    # left: 3600 - 1980 - 120 (final matches) - 60 (this iteration's matches) = 1440 s
+    assert fraction_left(config, 1980.0, done) == 1.0  # more than one whole iteration
+    # 3600 - 3000 - 180 = 420 s of a 600 s iteration
+    assert fraction_left(config, 3000.0, done) == pytest.approx(0.7)
+    # less than a quarter of one: stop rather than pay the fixed costs for a sliver
+    assert fraction_left(config, 3600 - 180 - 0.9 * MIN_FRACTION * 600, done) == 0.0
+    assert fraction_left(config, 3600 - 180 - 1.1 * MIN_FRACTION * 600, done) > MIN_FRACTION
+    # nothing measured yet, no minutes budget, or fitting turned off: whole iterations
+    assert fraction_left(config, 3000.0, []) == 1.0
+    assert fraction_left(_config(0.0), 3000.0, done) == 1.0
+    assert fraction_left(_config(60.0, fit=False), 3000.0, done) == 1.0
+
+
+def test_a_cut_iteration_has_fewer_games_and_steps():
+    config = RunConfig()
+    config.generate.games, config.generate.steps, config.train.steps = 3000, 2000, 1500
+    cut = scaled(config, 0.35)
+    assert (cut.generate.games, cut.generate.steps, cut.train.steps) == (1050, 700, 525)
+    assert config.generate.games == 3000 and config.train.steps == 1500  # left as it was
+    config.train.steps, config.train.epochs = 0, 2.0
+    assert scaled(config, 0.5).train.epochs == 1.0
+    assert scaled(config, 1.0) is config
+    assert scaled(config, 0.0001).generate.games == 2  # one opening pair at least
+
+
+@pytest.mark.skipif(not STOCKFISH.is_file(), reason="Stockfish not installed")
+def test_a_run_plays_and_trains_the_cut_iteration_and_keeps_its_size(tmp_path, monkeypatch):
+    shares = iter([0.5, 0.9])  # the second would be asked only if the first were forgotten
+    monkeypatch.setattr(loop_module, "fraction_left", lambda *a: next(shares))
+    overrides = [
+        "budget.iterations=1",
+        "generate.games=8",
+        "train.steps=4",
+        "train.swa_cycles=0",
+        "evaluation.games_vs_random=2",
+        "evaluation.games_vs_best=0",
+        "evaluation.final_games=2",
+    ]
+    config = load_config(RunConfig, "smoke", overrides)
+    run_dir = tmp_path / "run"
+    first_trainer = RunLoop._trainer_for
+
+    def stopping(self):  # training stops after its first step, as if killed
+        trainer = first_trainer(self)
+        trainer.request_stop()
+        return trainer
+
+    monkeypatch.setattr(RunLoop, "_trainer_for", stopping)
+    with pytest.raises(TrainingInterrupted):
+        RunLoop(config, run_dir, Console(quiet=True)).run()
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["step"] == "train" and state["current"]["fraction"] == 0.5
+    monkeypatch.setattr(RunLoop, "_trainer_for", first_trainer)
+    # a new process reads the share back (asks for none) and finishes the cut iteration
+    summary = RunLoop(config, run_dir, Console(quiet=True)).run()
+    assert summary["iterations"] == 1
+    state = json.loads((run_dir / "state.json").read_text())
+    record = state["iterations"][0]
+    assert record["games"] == 4 and record["generation"]["fraction"] == 0.5
+    trained = json.loads((run_dir / "train" / "train_state.json").read_text())
+    assert trained["progress"]["global_step"] == 2  # half of train.steps
+    assert config.generate.games == 8 and config.train.steps == 4  # the run's config is whole
