@@ -76,6 +76,8 @@ def test_ladder_finds_the_engines_level_by_itself(true_elo):
     for key in ("games", "wins", "draws", "losses", "score", "elo", "elo_ci95", "los"):
         assert key in summary
     assert result.sigma_rungs == pytest.approx(20.0)  # every rung carries 20 Elo of its own
+    assert summary["games_halfwidth95"] == pytest.approx(1.96 * result.sigma_games, abs=0.1)
+    assert summary["games_halfwidth95"] < (result.ci95[1] - result.ci95[0]) / 2
 
 
 @pytest.mark.parametrize("true_elo", [-300.0, 2900.0])

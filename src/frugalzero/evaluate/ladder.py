@@ -159,6 +159,8 @@ class LadderResult:
         if self.bound:
             out["bound"] = self.bound
         out["sigma_games"] = round(self.sigma_games, 1)
+        # what more games narrow; the calibration's share is common to all rated on this table
+        out["games_halfwidth95"] = round(Z95 * self.sigma_games, 1)
         out["sigma_calibration"] = round(self.sigma_rungs, 1)
         out["rungs"] = {
             name: {
