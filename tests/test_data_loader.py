@@ -129,6 +129,32 @@ def test_replay_window_takes_the_newest_games(shard_dir):
     assert sorted(trained) == sorted(newest)
 
 
+def test_a_moving_window_replays_only_its_new_games(shard_dir, monkeypatch):
+    from frugalzero.train import data as train_data
+    from frugalzero.train.data import PositionSet
+
+    everything = select_all([shard_dir])
+    older = replay_window([shard_dir], everything.positions * 2 // 3)  # an earlier iteration's
+    replayed: dict = {}
+    PositionSet.load(older, replayed=replayed)
+    assert len(replayed) == older.games
+    reads = []
+    real = train_data.read_columns
+    monkeypatch.setattr(train_data, "read_columns", lambda path: reads.append(path) or real(path))
+    moved = PositionSet.load(everything, replayed=replayed)  # the window took in new games
+    assert 0 < len(reads) < 4  # only the shards holding new games were read, of four
+    fresh = PositionSet.load(everything)
+    # the same positions in the same order as replaying everything, same identity
+    assert moved.fingerprint == fresh.fingerprint and len(moved) == len(fresh)
+    ids = np.arange(len(fresh))
+    assert torch.equal(moved.batch(ids).planes, fresh.batch(ids).planes)
+    assert sv_ids([moved.batch(ids)]) == sv_ids([fresh.batch(ids)])
+    assert len(replayed) == everything.games
+    # the carried games are exactly the last window's: games that left it are dropped
+    PositionSet.load(older, replayed=replayed)
+    assert len(replayed) == older.games
+
+
 def test_holdout_is_fixed_whole_games_and_excluded(shard_dir):
     train, holdout = split_holdout([shard_dir], 0.1)
     total = select_all([shard_dir]).positions

@@ -86,6 +86,34 @@ def _train_step(arch: str):
     return step, ("bf16" if bf16 else "fp32")
 
 
+def _window_replay(games: list, out: Path, rounds: int) -> tuple[float, float]:
+    """A run's replay window moving on by a quarter of new games: positions per second of
+    replaying the whole window, and the time of replaying only the new quarter (the games
+    carried from the last window reused) over that of replaying it all."""
+    from frugalzero.bench import median
+    from frugalzero.data.selection import Selection, select_all
+    from frugalzero.data.shards import ShardWriter
+    from frugalzero.train.data import PositionSet
+
+    with ShardWriter(out, "w", games_per_shard=max(1, len(games) // 4)) as writer:
+        for game in games:
+            writer.add(game)
+    window = select_all([out])
+    last = Selection(window.parts[: max(1, len(window.parts) - 1)])
+    fresh_s, ratios = [], []
+    for _ in range(rounds):
+        carried: dict = {}
+        PositionSet.load(last, replayed=carried)
+        t0 = time.perf_counter()
+        PositionSet.load(window, replayed=carried)
+        moved = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        PositionSet.load(window)
+        fresh_s.append(time.perf_counter() - t0)
+        ratios.append(moved / fresh_s[-1])
+    return round(window.positions / median(fresh_s), 1), round(median(ratios), 3)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="frugalzero-bench-data-") as tmp:
         return _run(args, Path(tmp))
@@ -160,6 +188,8 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     def ratio(a: str, b: str) -> float:
         return round(median([x / y for x, y in zip(rounds[a], rounds[b])]), 3)
 
+    replay_rate, moved_over_fresh = _window_replay(games, tmp / "window", args.rounds)
+
     return {
         "bytes_per_position": round(shard.stat().st_size / positions, 2),
         "bytes_per_position_lzma": round(lzma_size / positions, 2),
@@ -176,6 +206,8 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "shuffle_buffer": buffer,
         "train_step_samples_per_s": round(median(rounds["train"]), 1),
         "train_fed_samples_per_s": round(median(rounds["fed"]), 1),
+        "window_replay_positions_per_s": replay_rate,
+        "window_moved_over_fresh": moved_over_fresh,
         "loader_over_train": ratio("load", "train"),
         "fed_over_train": ratio("fed", "train"),
         "arch": args.arch,

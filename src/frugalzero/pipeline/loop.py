@@ -40,6 +40,7 @@ class RunLoop:
         self._session_start = time.monotonic()
         self._elapsed_base = self.state.elapsed_s
         self._trainer = None
+        self._replayed: dict = {}  # the last window's games: the next replays only new ones
         from frugalzero.train.metrics import MetricsLog
 
         self.metrics = MetricsLog(run_dir, tensorboard=True)
@@ -167,7 +168,9 @@ class RunLoop:
             with self._progress() as progress:
                 task = progress.add_task(f"iteration {k}: replaying positions", total=None)
                 train_set = PositionSet.load(
-                    window, lambda d, t: progress.update(task, completed=d, total=t)
+                    window,
+                    lambda d, t: progress.update(task, completed=d, total=t),
+                    replayed=self._replayed,
                 )
             holdout_set = PositionSet.load(holdout_sel) if holdout_sel.positions else None
             self.console.print(f"iteration {k}: training on {len(train_set):,} positions")

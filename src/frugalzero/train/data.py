@@ -61,33 +61,49 @@ class PositionSet:
         selection: Selection,
         progress: Callable[[int, int], None] | None = None,
         legal_cache: int = 50_000,
+        replayed: dict[tuple[str, int], list[Sample]] | None = None,
     ) -> PositionSet:
         """Replay every game of ``selection`` once; games that do not replay are skipped,
-        counted and reported, never fatal."""
+        counted and reported, never fatal. ``replayed`` carries games from one load to the next
+        (a run's replay window moves on by an iteration's games): those found there are not
+        replayed again, and afterwards it holds exactly this selection's games."""
         cache = LegalCache(legal_cache)
+        known = replayed if replayed is not None else {}
+        kept: dict[tuple[str, int], list[Sample]] = {}
         samples: list[Sample] = []
         skipped = 0
         total = selection.games
         done = 0
         for part in selection.parts:
-            try:
-                _, columns = read_columns(part.shard.path)
-            except ShardError as exc:
-                warn(f"skipping shard: {exc}")
-                skipped += len(part.game_numbers())
-                continue
-            off = codec.offsets(columns)
-            for game in part.game_numbers():
+            keys = [(str(part.shard.path), game) for game in part.game_numbers()]
+            missing = [key for key in keys if key not in known]
+            columns = off = None
+            if missing:
                 try:
-                    samples.extend(replay_game(columns, off, game, cache))
-                except ReplayError as exc:
-                    warn(f"{part.shard.path}: game {game} skipped: {exc}")
-                    skipped += 1
+                    _, columns = read_columns(part.shard.path)
+                except ShardError as exc:
+                    warn(f"skipping shard: {exc}")
+                    skipped += len(missing)
+                off = codec.offsets(columns) if columns is not None else None
+            for key in keys:
+                game_samples = known.get(key)
+                if game_samples is None and columns is not None:
+                    try:
+                        game_samples = replay_game(columns, off, key[1], cache)
+                    except ReplayError as exc:
+                        warn(f"{part.shard.path}: game {key[1]} skipped: {exc}")
+                        skipped += 1
+                if game_samples is not None:
+                    kept[key] = game_samples
+                    samples.extend(game_samples)
                 done += 1
                 if progress is not None and done % 256 == 0:
                     progress(done, total)
         if progress is not None:
             progress(done, total)
+        if replayed is not None:
+            replayed.clear()
+            replayed.update(kept)
         return cls(samples, selection_fingerprint(selection), skipped)
 
 
