@@ -274,6 +274,9 @@ def test_ladder_command_prints_one_json_object(tmp_path, capsys):
     assert main([*rated, "--games-per-rung", "2", "--resume"]) == 0
     assert pgn.read_text().count("[Event ") == played
     assert json.loads(capsys.readouterr().out)["elo"] == first["elo"]
+    assert main([*rated, "--games-per-rung", "0", "--resume"]) == 0  # the games alone
+    assert json.loads(capsys.readouterr().out)["elo"] == first["elo"]
+    assert pgn.read_text().count("[Event ") == played
     assert main([*rated, "--games-per-rung", "4", "--resume"]) == 0
     assert json.loads(capsys.readouterr().out)["games"] == pgn.read_text().count("[Event ") > played
     assert main([*args, "--resume"]) == 2
