@@ -281,6 +281,8 @@ def test_ladder_command_prints_one_json_object(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["games"] == pgn.read_text().count("[Event ") > played
     assert main([*args, "--resume"]) == 2
     assert "--pgn" in capsys.readouterr().err
+    assert main([*args, "--games-per-rung", "0"]) == 2  # nothing played, nothing resumed
+    assert "no games" in capsys.readouterr().err
     assert main(["ladder", "--table", str(path), "--list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert list(listed["rungs"]) == ["random", "stockfish?depth=1&elo=1350", "stockfish?nodes=1"]

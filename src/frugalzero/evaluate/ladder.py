@@ -248,6 +248,11 @@ def run_ladder(
         guess = estimate(spec.name, tallies, by_name)[0]
         if on_step is not None:
             on_step(rung.name, tally, guess)
+    if not tallies:
+        raise UserError(
+            f"ladder: no games of {spec.name} to rate (with --games-per-rung 0, only the "
+            "games that --resume finds in --pgn are rated)"
+        )
     elo, sg, sr, bound = estimate(spec.name, tallies, by_name)
     sigma = math.hypot(sg, sr)
     lo, hi = elo - Z95 * sigma, elo + Z95 * sigma
