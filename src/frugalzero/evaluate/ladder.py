@@ -219,8 +219,8 @@ def run_ladder(
         raise UserError("the ladder has no rungs")
     spec = parse_spec(engine)
     by_name = {r.name: r for r in rungs}
-    resumed = {name: t for name, t in (resumed or {}).items() if name in by_name and t.games}
-    tallies = copy.deepcopy(resumed)  # the caller's stay as they were
+    # copies: the caller's tallies stay as they were
+    tallies = {n: copy.deepcopy(t) for n, t in (resumed or {}).items() if n in by_name and t.games}
     cap = config.max_games or config.games_per_rung * (config.neighbours + 2)
     guess = estimate(spec.name, tallies, by_name)[0] if tallies else rungs[len(rungs) // 2].elo
     # past the earlier rating's steps (each played at least one game): new seeds, new openings

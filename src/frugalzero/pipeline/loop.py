@@ -140,13 +140,15 @@ class RunLoop:
         self.save()
 
     def _trainer_for(self):
+        """The trainer, set to this iteration's own settings (a cut iteration stopped mid-way
+        must resume with the steps it started with)."""
+        train = self.iteration_config().train
         if self._trainer is None:
             from frugalzero.train.trainer import Trainer
 
             net, meta = load_net(self.dir / INITIAL_NET)
-            # the iteration's own settings: a cut iteration stopped mid-way resumes as it was
-            train = self.iteration_config().train
             self._trainer = Trainer(train, net, self.dir / "train", parent=meta.net_id)
+        self._trainer.config = train
         return self._trainer
 
     def _train(self) -> None:
@@ -174,7 +176,6 @@ class RunLoop:
                 )
             holdout_set = PositionSet.load(holdout_sel) if holdout_sel.positions else None
             self.console.print(f"iteration {k}: training on {len(train_set):,} positions")
-            trainer.config = self.iteration_config().train
             summary = trainer.run_iteration(train_set, holdout_set)
         nets = self.dir / "nets"
         shutil.copyfile(self.dir / "train" / "net.safetensors", nets / f"iter-{k:04d}.safetensors")
