@@ -28,6 +28,13 @@ COLOURS = {
 }
 
 
+def colour(name: str) -> str | None:
+    """A run's method colour; a second run of a method (``sfgames-first``) shares it."""
+    if name in COLOURS:
+        return COLOURS[name]
+    return next((c for method, c in COLOURS.items() if name.startswith(method + "-")), None)
+
+
 def read_curve(path: Path) -> list[dict[str, str]]:
     with path.open() as f:
         return [r for r in csv.DictReader(f) if r["elo"]]
@@ -64,7 +71,7 @@ def main(root: str, out: str) -> None:
             marker="o",
             capsize=3,
             label=run.name,
-            color=COLOURS.get(run.name),
+            color=colour(run.name),
         )
     curve.set_xlabel("CPU wall-clock minutes (generation + training + evaluation, 2 cores)")
     curve.set_ylabel("Elo, 95% interval (random = 508)")
@@ -83,7 +90,7 @@ def main(root: str, out: str) -> None:
                 marker="*",
                 markersize=12,
                 capsize=4,
-                color=COLOURS.get(name),
+                color=colour(name),
             )
         ladder.set_xticks(range(len(ladders)), list(ladders), rotation=30)
         ladder.set_xlim(-0.5, len(ladders) - 0.5)

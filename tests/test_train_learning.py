@@ -1,7 +1,11 @@
 """Learning check: the tiny net, trained for seconds on Stockfish's games, learns something real.
 
-Stockfish plays 120 games at 10 nodes a move from random 8-ply openings (seconds on two
-cores); a quarter of the games is held out whole. After a short training run the net must
+Stockfish plays 120 games at 10 nodes a move from random 8-ply openings (15 s, one engine);
+a quarter of the games is held out whole. One engine, not two: with two, which engine (and
+hash table) played which game followed timing, so each run drew another game set, and one of
+them gave a held-out AUC against Stockfish of 0.645 in a full test run (others 0.78-0.88).
+With one engine the games are the same every run; only their order, and so which quarter is
+held out, still follows timing (0.83-0.87 over five runs). After a short training run the net must
 pick Stockfish's move far more often than a uniform guess over the legal moves, and its value
 head must rank held-out positions as Stockfish does and as the games ended.
 
@@ -36,7 +40,7 @@ def sfgames(tmp_path_factory):
         pytest.skip("Stockfish is not installed (make test installs it)")
     out = tmp_path_factory.mktemp("sfgames")
     argv = ["sfgames", "--games", str(GAMES), "--out", str(out), "--nodes", "10"]
-    argv += ["--workers", "2", "--set", "max_plies=200", "--set", "seed=1", "--json"]
+    argv += ["--workers", "1", "--set", "max_plies=200", "--set", "seed=1", "--json"]
     assert main(argv) == 0
     return out
 
