@@ -1,13 +1,13 @@
 """Learning check: the tiny net, trained for seconds on Stockfish's games, learns something real.
 
-Stockfish plays 120 games at 10 nodes a move from random 8-ply openings (15 s, one engine);
-a quarter of the games is held out whole. One engine, not two: with two, which engine (and
-hash table) played which game followed timing, so each run drew another game set, and one of
-them gave a held-out AUC against Stockfish of 0.645 in a full test run (others 0.78-0.88).
-With one engine the games are the same every run; only their order, and so which quarter is
-held out, still follows timing (0.83-0.87 over five runs). After a short training run the net must
-pick Stockfish's move far more often than a uniform guess over the legal moves, and its value
-head must rank held-out positions as Stockfish does and as the games ended.
+Stockfish plays 120 games at 10 nodes a move from random 8-ply openings (15 s, one engine); a
+quarter of the games is held out whole. One engine, not two: with two, which engine (and hash
+table) played which game followed timing, so each run drew another game set, and one of them
+gave a held-out AUC against Stockfish of 0.645 in a full test run (others 0.78-0.88). With one
+engine the games are the same every run; only their order, and so which quarter is held out,
+still follows timing (0.83-0.87 over five runs). After a short training run the net must pick
+Stockfish's move far more often than a uniform guess over the legal moves, and its value head
+must rank held-out positions as Stockfish does and as the games ended.
 
 Adam, not SGD: over 200 steps SGD's value head was at the mercy of the games drawn (held-out
 AUC against the results 0.51 to 0.81 over different game sets), Adam's was not (0.70 to 0.85
