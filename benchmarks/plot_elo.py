@@ -51,9 +51,9 @@ def main(root: str, out: str) -> None:
     fig, axes = plt.subplots(
         1,
         panels,
-        figsize=(7 + 3 * (panels - 1), 4.5),
+        figsize=(7 + 4 * (panels - 1), 5),
         squeeze=False,
-        gridspec_kw={"width_ratios": [7, 3][:panels]},
+        gridspec_kw={"width_ratios": [7, 4][:panels]},
     )
     curve, ladder = axes[0][0], axes[0][-1]
     for run in runs:
@@ -92,7 +92,7 @@ def main(root: str, out: str) -> None:
                 capsize=4,
                 color=colour(name),
             )
-        ladder.set_xticks(range(len(ladders)), list(ladders), rotation=30)
+        ladder.set_xticks(range(len(ladders)), list(ladders), rotation=45, ha="right")
         ladder.set_xlim(-0.5, len(ladders) - 0.5)
         ladder.set_ylabel("Elo, 95% interval")
         ladder.set_title("final net on the ladder (400 nodes)", fontsize=9)
