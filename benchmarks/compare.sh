@@ -6,8 +6,10 @@
 # METHODS="sfgames eps-explore" runs only those. A method whose directory already holds a run
 # is resumed where it stopped (a finished one is left as it is). Each finished run's record
 # (config.toml, state.json, elo.csv) is copied to benchmarks/results/MINUTESmin/METHOD/, which
-# is committed: run folders stay on the machine that made them, and the plot is drawn from
-# the committed records (a ladder's --json goes there too, as ladder.json).
+# is committed with the final net (final.safetensors, 3.3 MB for `small`): run folders stay on
+# the machine that made them, so the record alone lets a later session rate the net again or
+# narrow its rating; the plot is drawn from the committed records (a ladder's --json goes there
+# too, as ladder.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:-60}
@@ -42,5 +44,8 @@ for method in $METHODS; do
     fi
     mkdir -p "$RESULTS/$method"
     cp "$OUT/$method"/{config.toml,state.json,elo.csv} "$RESULTS/$method/"
+    final=$(.venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))["iterations"][-1]["net"])' \
+        "$OUT/$method/state.json")
+    cp "$OUT/$method/$final" "$RESULTS/$method/final.safetensors"
 done
 .venv/bin/python benchmarks/plot_elo.py "$RESULTS" "benchmarks/elo_vs_compute-${MINUTES}min.png"

@@ -1,0 +1,53 @@
+"""The committed run records (benchmarks/results) stay what RESULTS.md says they are: each
+ladder rating comes back from its committed games alone, and a kept final net is the one its run
+ended with. A new calibration table or a change to the rating fails here until the records are
+re-rated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from frugalzero.evaluate.ladder import LadderConfig, load_table, resumed_tallies, run_ladder
+from frugalzero.evaluate.match import MatchConfig
+from frugalzero.nn.checkpoint import load_net
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+RATED = sorted(p.parent for p in RESULTS.glob("*/*/ladder.pgn"))
+NETS = sorted(p.parent for p in RESULTS.glob("*/*/final.safetensors"))
+
+
+def _never_play(*_args, **_kwargs):
+    raise AssertionError("re-rating a record must not play a game")
+
+
+@pytest.mark.parametrize("record", RATED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_ladder_record_rerates_from_its_pgn(record: Path) -> None:
+    published = json.loads((record / "ladder.json").read_text())
+    rungs = load_table().rungs
+    resumed, _ = resumed_tallies([record / "ladder.pgn"], published["engine"], rungs)
+    result = run_ladder(
+        published["engine"],
+        rungs,
+        LadderConfig(games_per_rung=0),
+        MatchConfig(),
+        play=_never_play,
+        resumed=resumed,
+    )
+    summary = result.summary()
+    assert summary["games"] == published["games"]
+    assert summary["elo"] == pytest.approx(published["elo"], abs=0.05)
+    assert summary["elo_ci95"] == pytest.approx(published["elo_ci95"], abs=0.05)
+
+
+@pytest.mark.parametrize("record", NETS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_kept_net_is_the_runs_final_net(record: Path) -> None:
+    state = json.loads((record / "state.json").read_text())
+    _, meta = load_net(record / "final.safetensors")
+    assert meta.net_id == state["iterations"][-1]["net_id"]
+
+
+def test_the_records_hold_what_the_tests_check() -> None:
+    assert len(RATED) >= 4 and NETS  # a moved results folder must not pass vacuously
