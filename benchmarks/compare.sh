@@ -44,8 +44,9 @@ for method in $METHODS; do
     fi
     mkdir -p "$RESULTS/$method"
     cp "$OUT/$method"/{config.toml,state.json,elo.csv} "$RESULTS/$method/"
-    final=$(.venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))["iterations"][-1]["net"])' \
-        "$OUT/$method/state.json")
-    cp "$OUT/$method/$final" "$RESULTS/$method/final.safetensors"
+    # the run's own summary names its final net (a finished run only reports, plays nothing)
+    final=$($FZ run --dir "$OUT/$method" --json \
+        | .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["final_net"])')
+    cp "$final" "$RESULTS/$method/final.safetensors"
 done
 .venv/bin/python benchmarks/plot_elo.py "$RESULTS" "benchmarks/elo_vs_compute-${MINUTES}min.png"
