@@ -1,4 +1,4 @@
-"""Generation on Ray (issue 9): a local Ray runtime of 2 CPUs, shared by the tests here.
+"""Generation on Ray: a local Ray runtime of 2 CPUs, shared by the tests here.
 
 Skipped cleanly without the ``ray`` extra; ``make test`` installs it, so CI runs them.
 """
@@ -155,11 +155,16 @@ def test_pipeline_generation_step_goes_through_ray(
     from frugalzero.config import load_config
     from frugalzero.pipeline.config import RunConfig
     from frugalzero.pipeline.generate import generate
+    from frugalzero.scale.runner import RayRunner, runner_for
 
     sets = ["ray=local", "generate.games=3", "selfplay.max_plies=8", "selfplay.concurrent=2"]
     config = load_config(RunConfig, None, sets + ["selfplay.search.simulations=8"])
     monkeypatch.setattr(frugalzero.selfplay.play, "run_selfplay", None)  # not called
     seen: list[int] = []
-    report = generate(config, tmp_path / "gen", 1, net_file, "n", None, lambda d, t: seen.append(d))
+    runner = runner_for(config.ray)
+    assert isinstance(runner, RayRunner)
+    with runner:
+        out = tmp_path / "gen"
+        report = generate(config, out, 1, net_file, "n", None, lambda d, t: seen.append(d), runner)
     assert report["games"] == 3 and report["positions"] > 0 and seen[-1] == 3
     assert ray.is_initialized()

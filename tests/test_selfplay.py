@@ -283,7 +283,7 @@ def test_two_worker_processes(tmp_path: Path, tiny_net, capsys) -> None:
 def test_bench_selfplay_reports_the_ratio() -> None:
     import argparse
 
-    from frugalzero.selfplay import bench
+    from frugalzero.bench import selfplay as bench
 
     parser = argparse.ArgumentParser()
     bench.add_arguments(parser)

@@ -20,7 +20,7 @@ COMMANDS = [
     "frugalzero.evaluate.cli",
     "frugalzero.uci",
     "frugalzero.nn.cli",
-    "frugalzero.bench",
+    "frugalzero.bench.cli",
 ]
 
 

@@ -27,16 +27,12 @@ def _engine_options(parser: argparse.ArgumentParser, prefix: str) -> None:
     parser.add_argument("--ray-workers", type=int, help="Ray workers (default: one per CPU)")
 
 
-def _ray_pool(args: argparse.Namespace, engine, local=None):
-    """Ray (issue 9): a Ray playout pool with --ray, else ``local()`` (or None: the caller's
-    own local pool)."""
-    import contextlib
+def _runner(args: argparse.Namespace):
+    """Where the playouts run: Ray workers with --ray, else this machine's engines."""
+    from frugalzero.scale.config import RayConfig
+    from frugalzero.scale.runner import runner_for
 
-    if not getattr(args, "ray", None):
-        return local() if local is not None else contextlib.nullcontext(None)
-    from frugalzero.scale.cli import ray_playout_pool
-
-    return ray_playout_pool(args, engine)
+    return runner_for(args.ray, RayConfig(workers=args.ray_workers or 0))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -153,8 +149,9 @@ def _explore(args: argparse.Namespace) -> int:
 
     begin = time.perf_counter()
     with (
-        _ray_pool(args, config.engine) as ray_pool,
-        EpsExplore(net, config, meta.net_id, pool=ray_pool, openings=openings) as run,
+        _runner(args) as runner,
+        runner.playout_pool(config.engine, config.workers) as pool,
+        EpsExplore(net, config, meta.net_id, pool=pool, openings=openings) as run,
     ):
         start = time.perf_counter()  # rates count labelling, not starting processes
         writer = ShardWriter(out, prefix)
@@ -194,13 +191,10 @@ def _explore(args: argparse.Namespace) -> int:
 
 
 def _sfgames(args: argparse.Namespace) -> int:
-    import functools
-
     from frugalzero.chess.positions import load_book
     from frugalzero.config import load_config
     from frugalzero.data.shards import ShardWriter
     from frugalzero.expert.explore import label_playouts, summary
-    from frugalzero.expert.pool import StockfishPool
     from frugalzero.expert.sfgames import PgnWriter, SfGamesConfig, game_tasks
     from frugalzero.report import emit
 
@@ -221,8 +215,7 @@ def _sfgames(args: argparse.Namespace) -> int:
     _write_config(out, f"{prefix}.toml", config, {"games": args.games})
 
     begin = time.perf_counter()
-    local = functools.partial(StockfishPool, config.engine, config.workers)
-    with _ray_pool(args, config.engine, local) as pool:
+    with _runner(args) as runner, runner.playout_pool(config.engine, config.workers) as pool:
         start = time.perf_counter()
         shards = ShardWriter(out, prefix)
         pgn = PgnWriter(out, prefix, config.pgn_games_per_file)

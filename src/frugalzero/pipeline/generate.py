@@ -18,6 +18,7 @@ from typing import Any
 from frugalzero.data.records import GameRecord
 from frugalzero.data.shards import ShardWriter, scan_shards
 from frugalzero.pipeline.config import RunConfig
+from frugalzero.scale.runner import Runner
 
 GAMES_PER_SHARD = 25  # small shards: a kill loses at most a few games
 
@@ -50,8 +51,10 @@ def generate(
     net_id: str,
     nscl: float | None,
     progress: Progress,
+    runner: Runner,
 ) -> dict[str, Any]:
-    """Fill ``out`` with this iteration's data; returns the generator's report."""
+    """Fill ``out`` with this iteration's data, the games and playouts played by ``runner``;
+    returns the generator's report."""
     method = config.method
     if method == "pgn":
         return _pgn(config, out, iteration)
@@ -63,14 +66,14 @@ def generate(
         seed = _seed(config, iteration, done)
         if method in ("selfplay", "contempt", "gumbel"):
             report |= _selfplay(
-                config, out, net_path, remaining, seed, nscl, done, target, progress
+                config, runner, out, net_path, remaining, seed, nscl, done, target, progress
             )
         elif method == "eps-explore":
             report |= _explore(
-                config, out, net_path, net_id, remaining, seed, done, target, progress
+                config, runner, out, net_path, net_id, remaining, seed, done, target, progress
             )
         elif method == "sfgames":
-            report |= _sfgames(config, out, remaining, seed, done, target, progress)
+            report |= _sfgames(config, runner, out, remaining, seed, done, target, progress)
     games, positions = finished(out)
     return report | {"games": games, "positions": positions}
 
@@ -89,8 +92,7 @@ def selfplay_config(config: RunConfig, nscl: float | None):
     return dataclasses.replace(config.selfplay, search=search, openings=openings)
 
 
-def _selfplay(config, out, net_path, remaining, seed, nscl, done, target, progress):
-    from frugalzero.selfplay.play import run_selfplay
+def _selfplay(config, runner, out, net_path, remaining, seed, nscl, done, target, progress):
     from frugalzero.selfplay.stats import selfplay_stats
 
     sp = dataclasses.replace(selfplay_config(config, nscl), games=remaining, seed=seed)
@@ -104,19 +106,14 @@ def _selfplay(config, out, net_path, remaining, seed, nscl, done, target, progre
         def each(n: int) -> None:
             progress(done + n, target)
 
-        if config.ray:  # Ray (issue 9): the games on Ray workers, the shards written here
-            from frugalzero.scale.cli import selfplay_on_ray
-
-            run = selfplay_on_ray(config.ray, net_path, sp, on_game, each)
-        else:
-            run = run_selfplay(net_path, sp, on_game, each)
+        run = runner.selfplay(net_path, sp, on_game, each)
     stats = selfplay_stats(records)
     stats["simulations_per_s"] = round(run.simulations / max(run.seconds, 1e-9), 1)
     stats["nscl"] = sp.search.nscl
     return {"selfplay": stats}
 
 
-def _explore(config, out, net_path, net_id, remaining, seed, done, target, progress):
+def _explore(config, runner, out, net_path, net_id, remaining, seed, done, target, progress):
     from frugalzero.chess.positions import load_book
     from frugalzero.expert.explore import EpsExplore
     from frugalzero.nn.checkpoint import load_net
@@ -128,7 +125,7 @@ def _explore(config, out, net_path, net_id, remaining, seed, done, target, progr
     net, _ = load_net(net_path)
     started = time.perf_counter()
     with (
-        _playout_pool(config, ex.engine) as pool,  # Ray (issue 9): None = its own local pool
+        runner.playout_pool(ex.engine, ex.workers) as pool,
         EpsExplore(net, ex, net_id, pool=pool, openings=openings) as run,
         _writer(out) as writer,
     ):
@@ -137,10 +134,9 @@ def _explore(config, out, net_path, net_id, remaining, seed, done, target, progr
     return {"labels": stats.labels, "labels_per_s": round(stats.labels / max(elapsed, 1e-9), 1)}
 
 
-def _sfgames(config, out, remaining, seed, done, target, progress):
+def _sfgames(config, runner, out, remaining, seed, done, target, progress):
     from frugalzero.chess.positions import load_book
     from frugalzero.expert.explore import label_playouts
-    from frugalzero.expert.pool import StockfishPool
     from frugalzero.expert.sfgames import game_tasks
 
     sf = dataclasses.replace(config.sfgames, seed=seed)
@@ -148,11 +144,7 @@ def _sfgames(config, out, remaining, seed, done, target, progress):
         sf = dataclasses.replace(sf, openings=config.generate.openings)
     openings = load_book(sf.openings) if sf.openings else None
     started = time.perf_counter()
-    if config.ray:  # Ray (issue 9): the playouts on Ray workers, the shards written here
-        pool = _playout_pool(config, sf.engine)
-    else:
-        pool = StockfishPool(sf.engine, sf.workers)
-    with pool, _writer(out) as writer:
+    with runner.playout_pool(sf.engine, sf.workers) as pool, _writer(out) as writer:
         stats = label_playouts(
             pool,
             game_tasks(sf, remaining, openings),
@@ -162,18 +154,6 @@ def _sfgames(config, out, remaining, seed, done, target, progress):
         )
     elapsed = time.perf_counter() - started
     return {"labels": stats.labels, "games_per_s": round(stats.playouts / max(elapsed, 1e-9), 2)}
-
-
-def _playout_pool(config: RunConfig, engine):
-    """Ray (issue 9): Stockfish playouts on Ray workers when ``config.ray`` is set, else
-    nothing (the caller's own local pool)."""
-    import contextlib
-
-    if not config.ray:
-        return contextlib.nullcontext(None)
-    from frugalzero.scale.cli import playout_pool_on_ray
-
-    return playout_pool_on_ray(config.ray, engine)
 
 
 def _pgn(config: RunConfig, out: Path, iteration: int) -> dict[str, Any]:

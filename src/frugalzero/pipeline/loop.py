@@ -26,6 +26,7 @@ from frugalzero.pipeline.budget import fraction_left, scaled
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.generate import generate
 from frugalzero.pipeline.state import IterationRecord, RunState
+from frugalzero.scale.runner import runner_for
 
 INITIAL_NET = "nets/iter-0000.safetensors"
 
@@ -41,6 +42,7 @@ class RunLoop:
         self._elapsed_base = self.state.elapsed_s
         self._trainer = None
         self._replayed: dict = {}  # the last window's games: the next replays only new ones
+        self.runner = runner_for(config.ray)  # connects once, on the first generation step
         from frugalzero.train.metrics import MetricsLog
 
         self.metrics = MetricsLog(run_dir, tensorboard=True)
@@ -104,16 +106,17 @@ class RunLoop:
         if not s.best:
             s.best = INITIAL_NET
             self.save()
-        while not s.finished:
-            if s.step == "generate":
-                if not self.budget_left():
-                    self._finish()
-                    break
-                self._generate()
-            elif s.step == "train":
-                self._train()
-            elif s.step == "evaluate":
-                self._evaluate()
+        with self.runner:
+            while not s.finished:
+                if s.step == "generate":
+                    if not self.budget_left():
+                        self._finish()
+                        break
+                    self._generate()
+                elif s.step == "train":
+                    self._train()
+                elif s.step == "evaluate":
+                    self._evaluate()
         self.metrics.close()
         return self.summary()
 
@@ -130,7 +133,7 @@ class RunLoop:
                 progress.update(task, completed=done, total=total)
 
             config = self.iteration_config()
-            report = generate(config, out, k, net_path, meta.net_id, s.nscl, update)
+            report = generate(config, out, k, net_path, meta.net_id, s.nscl, update, self.runner)
         if s.current.get("fraction", 1.0) < 1:
             report["fraction"] = s.current["fraction"]
         s.current["generation"] = report

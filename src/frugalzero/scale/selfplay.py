@@ -81,6 +81,7 @@ def ray_selfplay(
     total.leaves = int(counters.get("leaves", 0))
     total.batches = int(counters.get("batches", 0))
     total.seconds = time.perf_counter() - started
+    total.workers = workers
     total.extra = {
         "ray_workers": workers,
         "chunk": chunk,

@@ -79,8 +79,9 @@ def _selfplay(args: argparse.Namespace) -> int:
     from frugalzero.data.shards import ShardWriter
     from frugalzero.nn.checkpoint import atomic_write_bytes, resolve_net_path
     from frugalzero.report import emit, stderr_console, to_json
+    from frugalzero.scale.config import RayConfig
+    from frugalzero.scale.runner import runner_for
     from frugalzero.selfplay.config import SelfPlayConfig
-    from frugalzero.selfplay.play import run_selfplay, worker_count
     from frugalzero.selfplay.stats import selfplay_stats
 
     config = load_config(SelfPlayConfig, args.config, _overrides(args))
@@ -113,12 +114,8 @@ def _selfplay(args: argparse.Namespace) -> int:
         def progress(done: int) -> None:
             bar.update(task, completed=done, positions=writer.positions)
 
-        if args.ray:  # Ray (issue 9): same games, same shards, played on Ray workers
-            from frugalzero.scale.cli import ray_selfplay_from_args
-
-            run = ray_selfplay_from_args(args, net_path, config, on_game, progress)
-        else:
-            run = run_selfplay(net_path, config, on_game, progress)
+        with runner_for(args.ray, RayConfig(workers=args.ray_workers or 0)) as runner:
+            run = runner.selfplay(net_path, config, on_game, progress)
     seconds = time.perf_counter() - start
     stats = selfplay_stats(records)
     result = {
@@ -126,8 +123,8 @@ def _selfplay(args: argparse.Namespace) -> int:
         "method": config.method,
         "simulations": config.search.simulations,
         "nscl": config.search.nscl,
-        "workers": run.extra["ray_workers"] if args.ray else worker_count(config),
-        **(run.extra if args.ray else {}),  # Ray (issue 9): worker deaths, replayed games
+        "workers": run.workers,
+        **run.extra,  # on Ray: worker deaths, replayed games
         "seconds": round(seconds, 2),
         "positions_per_s": round(stats["positions"] / seconds, 2) if seconds else None,
         "simulations_per_s": round(run.simulations / seconds, 1) if seconds else None,

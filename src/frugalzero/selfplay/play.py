@@ -76,6 +76,7 @@ class SelfPlayRun:
     seconds: float = 0.0
     leaves: int = 0
     batches: int = 0
+    workers: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -195,7 +196,9 @@ def run_selfplay(
                 progress(done)
 
         with Evaluator(net, config.evaluator) as evaluator:
-            return play_games(evaluator, starts, config, each, meta.net_id)
+            run = play_games(evaluator, starts, config, each, meta.net_id)
+        run.workers = 1
+        return run
 
     del net
     ctx = mp.get_context("spawn")
@@ -237,4 +240,5 @@ def run_selfplay(
                 proc.terminate()
                 proc.join()
     total.games = done
+    total.workers = workers
     return total

@@ -90,7 +90,7 @@ def _window_replay(games: list, out: Path, rounds: int) -> tuple[float, float]:
     """A run's replay window moving on by a quarter of new games: positions per second of
     replaying the whole window, and the time of replaying only the new quarter (the games
     carried from the last window reused) over that of replaying it all."""
-    from frugalzero.bench import median
+    from frugalzero.bench.timing import median
     from frugalzero.data.selection import Selection, select_all
     from frugalzero.data.shards import ShardWriter
     from frugalzero.train.data import PositionSet
@@ -123,7 +123,7 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     import lzma
     import zlib
 
-    from frugalzero.bench import median, rate
+    from frugalzero.bench.timing import median, rate
     from frugalzero.data import codec
     from frugalzero.data.importer import import_pgn
     from frugalzero.data.loader import LoaderConfig, auto_workers, training_loader

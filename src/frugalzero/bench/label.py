@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import time
 
-    from frugalzero.bench import median
+    from frugalzero.bench.timing import median
     from frugalzero.data.shards import ShardWriter
     from frugalzero.expert.engine import EngineConfig
     from frugalzero.expert.explore import EpsExplore, ExploreConfig, label_playouts

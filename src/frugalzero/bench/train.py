@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from frugalzero.bench import matmul_gflops, median
+    from frugalzero.bench.timing import matmul_gflops, median
     from frugalzero.nn.model import PolicyValueNet, architecture
     from frugalzero.train.config import TrainConfig
     from frugalzero.train.data import TensorSet

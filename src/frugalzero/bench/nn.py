@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from frugalzero.bench import matmul_gflops, median, rate
+    from frugalzero.bench.timing import matmul_gflops, median, rate
     from frugalzero.chess.encoding import encode
     from frugalzero.chess.history import net_input_from_board
     from frugalzero.chess.positions import random_boards

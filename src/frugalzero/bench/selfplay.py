@@ -49,7 +49,7 @@ def _starts(seed: int):
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from frugalzero.bench import median, rate
+    from frugalzero.bench.timing import median, rate
     from frugalzero.chess.positions import random_boards
     from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
     from frugalzero.nn.model import PolicyValueNet, architecture
