@@ -3,14 +3,17 @@
 The run directory is the whole truth: ``config.toml`` (the resolved config), ``state.json``
 (what has finished), ``data/iter-NNNN/`` (shards), ``train/`` (the trainer's resumable state),
 ``nets/iter-NNNN.safetensors`` and ``nets/avg-NNNN.safetensors`` (traversing and averaging
-networks), ``matches/*.pgn``, ``metrics.jsonl`` with TensorBoard events, and ``elo.csv``.
+networks, each kept once: the trainer's outputs are moved there), ``matches/*.pgn``,
+``metrics.jsonl`` with TensorBoard events, ``elo.csv`` and, once the run ends, ``summary.json``.
+Iterations are numbered from 1 everywhere (nets, data, metrics of the run and of the trainer).
 Each step is written down when it finishes, so ``frugalzero run --dir D`` after a ``kill -9``
 goes on from the step that was cut, and nothing finished is redone or lost.
 """
 
 from __future__ import annotations
 
-import shutil
+import dataclasses
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from frugalzero.pipeline.budget import fraction_left, scaled
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.generate import generate
 from frugalzero.pipeline.state import IterationRecord, RunState
+from frugalzero.report import to_json
 from frugalzero.scale.runner import runner_for
 
 INITIAL_NET = "nets/iter-0000.safetensors"
@@ -118,7 +122,10 @@ class RunLoop:
                 elif s.step == "evaluate":
                     self._evaluate()
         self.metrics.close()
-        return self.summary()
+        summary = self.summary()
+        if s.finished:
+            atomic_write_bytes(self.dir / "summary.json", (to_json(summary) + "\n").encode())
+        return summary
 
     def _generate(self) -> None:
         s, k = self.state, self.state.iteration + 1
@@ -144,8 +151,9 @@ class RunLoop:
 
     def _trainer_for(self):
         """The trainer, set to this iteration's own settings (a cut iteration stopped mid-way
-        must resume with the steps it started with)."""
-        train = self.iteration_config().train
+        must resume with the steps it started with). It keeps no nets of its own: the loop
+        moves each iteration's into nets/."""
+        train = dataclasses.replace(self.iteration_config().train, keep_iteration_nets=False)
         if self._trainer is None:
             from frugalzero.train.trainer import Trainer
 
@@ -180,15 +188,20 @@ class RunLoop:
             holdout_set = PositionSet.load(holdout_sel) if holdout_sel.positions else None
             self.console.print(f"iteration {k}: training on {len(train_set):,} positions")
             summary = trainer.run_iteration(train_set, holdout_set)
-        nets = self.dir / "nets"
-        shutil.copyfile(self.dir / "train" / "net.safetensors", nets / f"iter-{k:04d}.safetensors")
-        average = self.dir / "train" / "average.safetensors"
-        if average.exists():
-            shutil.copyfile(average, nets / f"avg-{k:04d}.safetensors")
+        self._keep_nets(k)
         s.current["train"] = {k_: v for k_, v in summary.items() if k_ not in ("net", "average")}
         s.current["train_s"] = s.current.get("train_s", 0) + time.perf_counter() - started
         s.step = "evaluate"
         self.save()
+
+    def _keep_nets(self, k: int) -> None:
+        """Move the trainer's finished nets to nets/ (a rename: one copy of each). Done again
+        after a kill, a net already moved stays where it is."""
+        nets, train = self.dir / "nets", self.dir / "train"
+        for name, kept in (("net", f"iter-{k:04d}"), ("average", f"avg-{k:04d}")):
+            source = train / f"{name}.safetensors"
+            if source.exists():
+                os.replace(source, nets / f"{kept}.safetensors")
 
     def _evaluate(self) -> None:
         s, k = self.state, self.state.iteration + 1

@@ -221,9 +221,8 @@ class Trainer:
     def run_iteration(self, train: SampleSet, holdout: SampleSet | None = None) -> dict[str, Any]:
         """All phases of one iteration (continuing a stopped one); returns its summary."""
         started = time.perf_counter()
-        iteration = self.progress.iteration
         self.begin_iteration(train)
-        summary: dict[str, Any] = {"iteration": iteration}
+        summary: dict[str, Any] = {"iteration": self.number}
         summary["main"] = self.train_main(train)
         summary["swa"] = self.swa(train)
         summary["net"] = str(self.publish())
@@ -232,6 +231,12 @@ class Trainer:
         summary["seconds"] = round(time.perf_counter() - started, 1)
         self.end_iteration(summary)
         return summary
+
+    @property
+    def number(self) -> int:
+        """The current iteration counted from 1, as a run counts its iterations (nets/,
+        metrics.jsonl); ``progress.iteration`` counts the finished ones."""
+        return self.progress.iteration + 1
 
     def begin_iteration(self, train: SampleSet) -> None:
         """Bind this iteration to ``train``; a resumed iteration must see the same data."""
@@ -243,7 +248,7 @@ class Trainer:
             p.data_size, p.data_fingerprint = len(train), train.fingerprint
         elif (p.data_size, p.data_fingerprint) != (len(train), train.fingerprint):
             raise UserError(
-                f"{self.run_dir}: the stopped iteration {p.iteration} trained on other data "
+                f"{self.run_dir}: the stopped iteration {self.number} trained on other data "
                 f"({p.data_size} positions, id {p.data_fingerprint}; now {len(train)}, "
                 f"id {train.fingerprint}); give it the same data or start a new run directory"
             )
@@ -280,13 +285,14 @@ class Trainer:
         return result
 
     def publish(self) -> Path:
-        """Write the traversing net (``net.safetensors``, and ``nets/iter-NNNN``)."""
+        """Write the traversing net (``net.safetensors``, and ``nets/iter-NNNN`` numbered from 1
+        with ``keep_iteration_nets``)."""
         path = self.run_dir / NET_FILE
         if self._passed("publish"):
             return path
         p = self.progress
         notes = (
-            f"frugalzero train: iteration {p.iteration}, {self.config.optimizer}, "
+            f"frugalzero train: iteration {self.number}, {self.config.optimizer}, "
             f"swa {self.config.swa_cycles} cycles"
         )
         meta = NetMeta(self.net.config, training_step=p.global_step, parent=p.parent or None)
@@ -295,7 +301,7 @@ class Trainer:
         if self.config.keep_iteration_nets:
             nets = self.run_dir / "nets"
             nets.mkdir(exist_ok=True)
-            shutil.copyfile(path, nets / f"iter-{p.iteration:04d}.safetensors")
+            shutil.copyfile(path, nets / f"iter-{self.number:04d}.safetensors")
         p.parent = written.net_id
         self._enter("average")
         return path
@@ -330,14 +336,14 @@ class Trainer:
         if average is not None:
             nets["average"] = average
         result = {name: self.evaluate(net, holdout) for name, net in nets.items()}
-        self.metrics.write("validation", self.progress.iteration, self.progress.global_step, result)
+        self.metrics.write("validation", self.number, self.progress.global_step, result)
         return result
 
     def end_iteration(self, summary: dict[str, Any] | None = None) -> None:
         p = self.progress
         record = {k: v for k, v in (summary or {}).items() if k not in ("net", "average")}
         record.pop("iteration", None)
-        self.metrics.write("iteration", p.iteration, p.global_step, record)
+        self.metrics.write("iteration", self.number, p.global_step, record)
         p.iteration += 1
         p.phase, p.step, p.swa_count = "main", 0, 0
         self._phase_metrics = {}
@@ -450,7 +456,7 @@ class Trainer:
                 if key not in _OPERATIONAL and saved.get(key) != now.get(key):
                     raise UserError(
                         f"{where}: field {key} was {saved.get(key)!r} when iteration "
-                        f"{progress.iteration} stopped, now {now.get(key)!r}; resume with the "
+                        f"{progress.iteration + 1} stopped, now {now.get(key)!r}; resume with the "
                         "same settings (they may change between iterations)"
                     )
         self.progress = progress
@@ -532,7 +538,7 @@ class Trainer:
                 if phase == "main":
                     record["l2"] = l2_term(self.net, c.weight_decay)
                 kind = "train" if phase == "main" else "swa"
-                self.metrics.write(kind, p.iteration, p.global_step, record)
+                self.metrics.write(kind, self.number, p.global_step, record)
                 self._acc.reset()
             if self.on_step is not None:
                 self.on_step(self, phase, p.step, total)
