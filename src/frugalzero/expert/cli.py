@@ -20,7 +20,7 @@ def _engine_options(parser: argparse.ArgumentParser, prefix: str) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    # Ray (issue 9): the playouts on Ray workers, the shards written here
+    # Ray: the playouts on Ray workers, the shards written here
     parser.add_argument(
         "--ray", metavar="ADDRESS", help="label on Ray: 'local' starts a runtime, HOST:PORT joins"
     )

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="config override"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    # Ray (issue 9): the games on Ray workers, the shards written here
+    # Ray: the games on Ray workers, the shards written here
     parser.add_argument(
         "--ray", metavar="ADDRESS", help="play on Ray: 'local' starts a runtime, HOST:PORT joins"
     )

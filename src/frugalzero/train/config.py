@@ -89,7 +89,8 @@ class TrainConfig:
     checkpoint_minutes: float = 10.0
     """Save resumable state at least this often during an iteration (0 = only at its end)."""
     keep_iteration_nets: bool = True
-    """Keep every iteration's traversing network under nets/ (for Elo-by-iteration plots)."""
+    """Keep every iteration's traversing network under nets/ (for Elo-by-iteration plots);
+    ``frugalzero run`` keeps them in its own nets/ instead."""
 
     def resolved_lr(self) -> float:
         return self.lr if self.lr > 0 else DEFAULT_LR[self.optimizer]
