@@ -248,7 +248,7 @@ class Trainer:
             p.data_size, p.data_fingerprint = len(train), train.fingerprint
         elif (p.data_size, p.data_fingerprint) != (len(train), train.fingerprint):
             raise UserError(
-                f"{self.run_dir}: the stopped iteration {self.number} trained on other data "
+                f"{self.run_dir}: the stopped iteration {p.iteration} trained on other data "
                 f"({p.data_size} positions, id {p.data_fingerprint}; now {len(train)}, "
                 f"id {train.fingerprint}); give it the same data or start a new run directory"
             )
@@ -456,7 +456,7 @@ class Trainer:
                 if key not in _OPERATIONAL and saved.get(key) != now.get(key):
                     raise UserError(
                         f"{where}: field {key} was {saved.get(key)!r} when iteration "
-                        f"{progress.iteration + 1} stopped, now {now.get(key)!r}; resume with the "
+                        f"{progress.iteration} stopped, now {now.get(key)!r}; resume with the "
                         "same settings (they may change between iterations)"
                     )
         self.progress = progress
