@@ -13,7 +13,6 @@ from frugalzero.scale.config import RayConfig
 def ray_config_from_args(args: argparse.Namespace) -> RayConfig:
     """``--ray-workers`` on top of the defaults."""
     config = RayConfig(workers=getattr(args, "ray_workers", None) or 0)
-    config.validate()
     return config
 
 
