@@ -15,9 +15,9 @@ ENGINE_HELP = (
 )
 
 
-def _add_match_options(parser: argparse.ArgumentParser) -> None:
+def _add_match_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    add_config_flags(parser, "frugalzero.evaluate.match:MatchConfig")
+    add_config_flags(parser, "frugalzero.evaluate.match:MatchConfig", skip=skip)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="count the engine's games already in --pgn and play only those still missing "
         "(a killed rating goes on; more --games-per-rung narrows a finished one)",
     )
-    _add_match_options(ladder)
+    _add_match_options(ladder, skip=("games",))  # the ladder decides games per rung
     ladder.set_defaults(handler=_ladder)
 
 
