@@ -204,7 +204,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Print the RunConfig that `frugalzero run --config PRESET` would use, every "
         "field with its documentation. The output is itself a config file for --config.",
     )
-    show.add_argument("preset", nargs="?", metavar="PRESET_OR_TOML", help="a preset name or TOML file (none: the defaults)")
+    show.add_argument(
+        "preset",
+        nargs="?",
+        metavar="PRESET_OR_TOML",
+        help="a preset name or TOML file (none: the defaults)",
+    )
     show.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting"
     )
