@@ -140,11 +140,11 @@ def test_trimmed_history_is_the_same_game():
 
 def test_engine_config_is_checked():
     with pytest.raises(UserError, match="set a limit"):
-        EngineConfig(nodes=0).validate()
+        EngineConfig(nodes=0)
     with pytest.raises(UserError, match="engine.hash_mb"):
-        EngineConfig(hash_mb=-1).validate()
+        EngineConfig(hash_mb=-1)
     with pytest.raises(UserError, match="temperature"):
-        ExploreConfig(temperature=0).validate()
+        ExploreConfig(temperature=0)
     assert EngineConfig(nodes=0, movetime_ms=50).limit().time == 0.05
     assert EngineConfig(nodes=0, depth=3).describe_limit() == "depth=3"
     assert EngineConfig(nodes=0, movetime_ms=100).deadline() == pytest.approx(20.1)

@@ -151,9 +151,9 @@ def test_lambda_schedule_and_cosine():
 
 def test_bad_config_values_are_one_line_errors():
     with pytest.raises(UserError, match="accumulation 3 must divide batch_size 32"):
-        config(accumulation=3).validate()
+        config(accumulation=3)
     with pytest.raises(UserError, match=r"value_lambda_schedule\[1\]: iterations must increase"):
-        config(value_lambda_schedule=[[2, 0.5], [1, 0.1]]).validate()
+        config(value_lambda_schedule=[[2, 0.5], [1, 0.1]])
 
 
 # ---- weight averaging ---------------------------------------------------------------------

@@ -8,10 +8,12 @@ import importlib
 import sys
 
 from frugalzero import __version__
+from frugalzero.config_cli import CommandParser
 from frugalzero.errors import UserError
 
-# modules with register(subparsers); a part that is not built yet is simply absent
+# modules with register(subparsers)
 COMMANDS = [
+    "frugalzero.config_cli",
     "frugalzero.pipeline.cli",
     "frugalzero.selfplay.cli",
     "frugalzero.expert.cli",
@@ -30,15 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train AlphaZero-style chess engines on modest compute, and play them.",
     )
     parser.add_argument("--version", action="version", version=f"frugalzero {__version__}")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):
-                continue
-            raise
-        module.register(subparsers)
+        importlib.import_module(name).register(subparsers)
     return parser
 
 

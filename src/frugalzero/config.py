@@ -8,6 +8,7 @@ config back as TOML (``dump_toml``) beside its outputs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import tomllib
 import types
@@ -54,12 +55,16 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise UserError(f"--set {text!r}: expected key=value")
+    return [part.strip() for part in key.split(".")], parse_value(raw)
+
+
+def parse_value(raw: str) -> Any:
+    """A command-line value read as TOML (``inf``, ``[1, 2]``, ``true``); bare words are strings."""
     raw = raw.strip()
     try:
-        value = tomllib.loads(f"v = {raw}")["v"]
+        return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
-        value = raw
-    return [part.strip() for part in key.split(".")], value
+        return raw
 
 
 def merge_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -93,7 +98,8 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
         raise UserError(f"{where}: {value!r} is not a {hint}")
     if origin is typing.Literal:
         if value not in typing.get_args(hint):
-            raise UserError(f"{where}: {value!r} is not one of {typing.get_args(hint)}")
+            options = ", ".join(repr(a) for a in typing.get_args(hint))
+            raise UserError(f"{where}: {value!r} is not one of {options}")
         return value
     if origin in (list, tuple):
         if not isinstance(value, list | tuple):
@@ -133,6 +139,28 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     return value
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def check(config: Any, section: str, checks: list[tuple[bool, str]] | None = None) -> None:
+    """The validation of every config's ``__post_init__`` (a dataclass built in Python never
+    passes through ``from_dict``): a value outside its ``Literal`` set, or the first failed
+    ``(ok, message)`` check, is a one-line UserError naming ``section``."""
+    for f in dataclasses.fields(config):
+        hint = _hints(type(config)).get(f.name)
+        if typing.get_origin(hint) is typing.Literal:
+            allowed = typing.get_args(hint)
+            value = getattr(config, f.name)
+            if value not in allowed:
+                options = ", ".join(repr(a) for a in allowed)
+                raise UserError(f"{section}.{f.name}: {value!r} is not one of {options}")
+    for ok, message in checks or []:
+        if not ok:
+            raise UserError(f"{section}: {message}")
+
+
 def from_dict(cls: type[T], data: dict[str, Any], where: str = "config") -> T:
     """Build dataclass ``cls`` from ``data``; unknown keys and bad types name their place."""
     hints = typing.get_type_hints(cls)
@@ -158,16 +186,17 @@ def load_config(
         data = read_toml(path)
         where = str(path)
     if base:
-        data = _deep_merge(data, base)
+        data = deep_merge(data, base)
     data = merge_overrides(data, list(overrides or []))
     return from_dict(cls, data, where)
 
 
-def _deep_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """``a`` with ``b``'s values on top, tables merged key by key."""
     out = dict(a)
     for key, value in b.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out
@@ -196,16 +225,27 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
-def dump_toml(data: dict[str, Any]) -> str:
-    """TOML text for nested dicts of scalars and lists (None values are left out)."""
+def dump_toml(data: dict[str, Any], comments: dict[str, str] | None = None) -> str:
+    """TOML text for nested dicts of scalars and lists (None values are left out);
+    ``comments`` maps dotted keys (``search.nscl``, or a section's ``search``) to text written
+    as ``#`` lines above them."""
     lines: list[str] = []
+    notes = comments or {}
+
+    def comment(key: str) -> None:
+        lines.extend(f"# {line}".rstrip() for line in notes.get(key, "").splitlines())
 
     def section(prefix: str, table: dict[str, Any]) -> None:
         scalars = {k: v for k, v in table.items() if not isinstance(v, dict) and v is not None}
         tables = {k: v for k, v in table.items() if isinstance(v, dict)}
         if prefix and (scalars or not tables):
-            lines.append(f"\n[{prefix}]")
-        lines.extend(f"{k} = {_toml_value(v)}" for k, v in scalars.items())
+            lines.append("")
+            comment(prefix)
+            lines.append(f"[{prefix}]")
+        for key, value in scalars.items():
+            comment(f"{prefix}.{key}" if prefix else key)
+            bare = key.replace("_", "").replace("-", "").isalnum() and key.isascii()
+            lines.append(f"{key if bare else _toml_value(key)} = {_toml_value(value)}")
         for key, sub in tables.items():
             section(f"{prefix}.{key}" if prefix else key, sub)
 

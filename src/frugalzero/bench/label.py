@@ -40,7 +40,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         device=args.device,
         engine=EngineConfig(nodes=args.nodes),
     )
-    config.validate()
     net, meta = load_net(resolve_net_path(args.net))
     rounds: dict[str, list[float]] = {"pipeline": [], "reference": [], "ratio": [], "plies": []}
     with (

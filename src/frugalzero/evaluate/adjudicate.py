@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import chess
 
+from frugalzero.config import check
+
 
 @dataclass
 class AdjudicationConfig:
@@ -35,6 +37,11 @@ class AdjudicationConfig:
     """Consecutive moves (each side's) within ``draw_score`` before the draw."""
     max_plies: int = 400
     """Plies after which the game is drawn (a length limit); 0 for none."""
+
+    def __post_init__(self) -> None:
+        counts = ("resign_score", "resign_moves", "draw_after", "draw_score", "draw_moves")
+        checks = [(getattr(self, n) >= 0, f"{n} must be >= 0") for n in (*counts, "max_plies")]
+        check(self, "adjudication", checks)
 
 
 class Adjudicator:

@@ -7,49 +7,24 @@ import math
 import sys
 from pathlib import Path
 
+from frugalzero.config_cli import add_config_flags, config_from_args
+
 ENGINE_HELP = (
     "engine spec: net:PATH[?nodes=400], stockfish[?elo=1500|skill=5|nodes=..|depth=..], "
     "fairy[?skill=-20..20&movetime=..], glaurung[?nodes=..], uci:PATH[?Option=Value&..], random"
 )
 
 
-def _add_match_options(parser: argparse.ArgumentParser, games: int | None) -> None:
-    if games is not None:
-        parser.add_argument("--games", type=int, default=games, help=f"games to play ({games})")
-    parser.add_argument("--openings", help="opening book, EPD or PGN (each opening twice)")
-    parser.add_argument(
-        "--noise-plies",
-        type=int,
-        help="without a book: random plies that make each opening (8)",
-    )
-    parser.add_argument("--concurrency", type=int, help="games at once (one per core)")
-    parser.add_argument("--pgn", help="append the games to this PGN file")
-    parser.add_argument("--seed", type=int, help="seed of the random openings (1)")
-    parser.add_argument("--config", help="TOML file (or preset) with match settings")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="any match setting, e.g. adjudication.max_plies=300",
-    )
+def _add_match_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_config_flags(parser, "frugalzero.evaluate.match:MatchConfig", skip=skip)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     match = subparsers.add_parser("match", help="play a match between two engines")
     match.add_argument("engine_a", metavar="A", help=ENGINE_HELP)
     match.add_argument("engine_b", metavar="B", help="the opponent, same syntax")
-    _add_match_options(match, games=None)
-    match.add_argument(
-        "--odds",
-        choices=["knight", "rook", "queen"],
-        help="odds chess: the giver starts without this piece",
-    )
-    match.add_argument(
-        "--odds-giver", choices=["first", "second"], help="which engine gives the odds (first)"
-    )
-    match.add_argument("--games", type=int, help="games to play (100)")
+    _add_match_options(match)
     match.add_argument("--sprt", metavar="ELO0,ELO1", help="stop early by an SPRT of these bounds")
     match.add_argument("--alpha", type=float, default=0.05, help="SPRT false-positive rate")
     match.add_argument("--beta", type=float, default=0.05, help="SPRT false-negative rate")
@@ -96,21 +71,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="count the engine's games already in --pgn and play only those still missing "
         "(a killed rating goes on; more --games-per-rung narrows a finished one)",
     )
-    _add_match_options(ladder, games=None)
+    _add_match_options(ladder, skip=("games",))  # the ladder decides games per rung
     ladder.set_defaults(handler=_ladder)
-
-
-def _match_config(args: argparse.Namespace, base: dict | None = None):
-    from frugalzero.config import load_config
-    from frugalzero.evaluate.match import MatchConfig
-
-    data = dict(base or {})
-    keys = ("games", "openings", "noise_plies", "odds", "odds_giver", "concurrency", "pgn", "seed")
-    for key in keys:
-        value = getattr(args, key, None)
-        if value is not None:
-            data[key] = value
-    return load_config(MatchConfig, args.config, args.set, base=data)
 
 
 def _parse_sprt(text: str, alpha: float, beta: float):
@@ -132,7 +94,7 @@ def _match(args: argparse.Namespace) -> int:
     from frugalzero.evaluate.match import play_match
     from frugalzero.report import emit
 
-    config = _match_config(args)
+    config = config_from_args(args)
     if args.sprt:
         config = replace(config, sprt=_parse_sprt(args.sprt, args.alpha, args.beta))
     result = play_match(args.engine_a, args.engine_b, config, progress=True)
@@ -272,18 +234,18 @@ def _climb(args: argparse.Namespace, table) -> int:
     rungs = select_rungs(table, args.rungs.split(",") if args.rungs else None)
     adjudication = table.meta.get("adjudication")
     base = {"adjudication": adjudication} if adjudication else {}
-    match = _match_config(args, base)
+    match = config_from_args(args, base)
     config = LadderConfig(games_per_rung=args.games_per_rung, neighbours=args.neighbours)
     console = stderr_console()
     resumed = None
     if args.resume:
-        if not args.pgn:
+        if not match.pgn:
             raise UserError("ladder --resume: name the earlier rating's games with --pgn FILE")
-        if Path(args.pgn).is_file():
-            resumed, stats = resumed_tallies([args.pgn], args.engine, rungs)
+        if Path(match.pgn).is_file():
+            resumed, stats = resumed_tallies([match.pgn], args.engine, rungs)
             games = sum(t.games for t in resumed.values())
             console.print(
-                f"resumed {games} games of {args.engine} from {args.pgn}"
+                f"resumed {games} games of {args.engine} from {match.pgn}"
                 + (f" ({stats.skipped} unfinished or unreadable skipped)" if stats.skipped else "")
             )
 
@@ -339,7 +301,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     config = CalibrationConfig(
         games=args.games_per_pair,
         far_games=max(2, 2 * (args.games_per_pair // 5)),
-        concurrency=args.concurrency or 0,
+        concurrency=config_from_args(args).concurrency,
     )
     if args.table_only and not (Path(args.state) / "state.json").is_file():
         raise UserError(f"{args.state}: no calibration state.json to make a table from")

@@ -10,18 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
+from frugalzero.config import check
 from frugalzero.errors import UserError
 from frugalzero.evaluate.sprt import SprtConfig, sprt
 
-MODES = ("threshold", "sprt", "always")
+GateMode = Literal["threshold", "sprt", "always"]
+MODES: tuple[str, ...] = get_args(GateMode)
 
 
 @dataclass
 class GateConfig:
     """How a candidate net is judged against the current best."""
 
-    mode: str = "threshold"
+    mode: GateMode = "threshold"
     """'threshold' (AlphaGo Zero: score >= ``threshold``), 'sprt' or 'always' (AlphaZero)."""
     threshold: float = 0.55
     """Score the candidate needs in 'threshold' mode."""
@@ -29,6 +32,13 @@ class GateConfig:
     """Games of the gating match (the most an SPRT gate may play)."""
     sprt: SprtConfig = field(default_factory=lambda: SprtConfig(elo0=0.0, elo1=20.0))
     """Hypotheses of the 'sprt' mode."""
+
+    def __post_init__(self) -> None:
+        checks = [
+            (0 <= self.threshold <= 1, "threshold must be in [0, 1]"),
+            (self.games >= 1, "games must be at least 1"),
+        ]
+        check(self, "gate", checks)
 
 
 def gate(
@@ -58,8 +68,6 @@ def gate_match(candidate: str, best: str, config: GateConfig, match=None):
 
     from frugalzero.evaluate.match import MatchConfig, play_match
 
-    if config.mode not in MODES:
-        raise UserError(f"gating mode {config.mode!r} is not one of {', '.join(MODES)}")
     if config.mode == "always":
         return True, None
     match = replace(match or MatchConfig(), games=config.games)

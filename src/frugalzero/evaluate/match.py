@@ -23,6 +23,7 @@ from typing import Literal
 import chess
 
 from frugalzero.chess.positions import Opening
+from frugalzero.config import check
 from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig, Adjudicator
 from frugalzero.evaluate.elo import elo_interval, los
@@ -65,6 +66,15 @@ class MatchConfig:
     """Stop as soon as this test decides (pentanomial model on complete opening pairs)."""
     adjudication: AdjudicationConfig = field(default_factory=AdjudicationConfig)
     """When games are stopped early (resignation, dead draw, length limit)."""
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.games >= 1, "games must be at least 1"),
+            (self.noise_plies >= 0, "noise_plies must be >= 0"),
+            (self.concurrency >= 0, "concurrency must be >= 0"),
+            (self.hang_seconds > 0, "hang_seconds must be > 0"),
+        ]
+        check(self, "match", checks)
 
 
 @dataclass

@@ -6,25 +6,35 @@ import argparse
 import time
 from pathlib import Path
 
+from frugalzero.config_cli import add_config_flags, config_from_args
 
-def _engine_options(parser: argparse.ArgumentParser, prefix: str) -> None:
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument(f"--{prefix}nodes", type=int, metavar="K", help="nodes per engine move")
-    group.add_argument(f"--{prefix}depth", type=int, metavar="D", help="depth per engine move")
-    ms = "ms" if prefix else "movetime"
-    group.add_argument(f"--{prefix}{ms}", type=int, metavar="MS", help="milliseconds per move")
-    parser.add_argument("--workers", type=int, help="Stockfish processes (default: CPU cores)")
-    parser.add_argument("--engine", metavar="PATH", help="UCI engine (default: stockfish)")
-    parser.add_argument("--config", metavar="PRESET", help="a preset name or TOML file")
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting"
-    )
+# short flags of the docs and scripts
+EXPLORE_ALIASES = {
+    "engine.command": ("--engine",),
+    "engine.nodes": ("--engine-nodes",),
+    "engine.depth": ("--engine-depth",),
+    "engine.movetime_ms": ("--engine-ms",),
+}
+SFGAMES_ALIASES = {
+    "engine.command": ("--engine",),
+    "engine.nodes": ("--nodes",),
+    "engine.depth": ("--depth",),
+    "engine.movetime_ms": ("--movetime",),
+}
+
+
+LIMITS = (("engine.nodes", "engine.depth", "engine.movetime_ms"),)
+"""A limit given on the command line is the engine's only one."""
+
+
+def _common_options(parser: argparse.ArgumentParser, config: str, aliases: dict) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     # Ray: the playouts on Ray workers, the shards written here
     parser.add_argument(
         "--ray", metavar="ADDRESS", help="label on Ray: 'local' starts a runtime, HOST:PORT joins"
     )
     parser.add_argument("--ray-workers", type=int, help="Ray workers (default: one per CPU)")
+    add_config_flags(parser, config, aliases, exclusive=LIMITS)
 
 
 def _runner(args: argparse.Namespace):
@@ -42,10 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     explore.add_argument("--net", default="default", help="network file, or 'default'")
     explore.add_argument("--steps", type=int, required=True, help="exploration moves")
     explore.add_argument("--out", required=True, help="directory for the shards")
-    explore.add_argument("--games", type=int, help="exploration games side by side")
-    explore.add_argument("--openings", metavar="FILE", help="opening book (EPD or PGN)")
-    explore.add_argument("--seed", type=int)
-    _engine_options(explore, "engine-")
+    _common_options(explore, "frugalzero.expert.explore:ExploreConfig", EXPLORE_ALIASES)
     explore.set_defaults(handler=_explore)
 
     games = subparsers.add_parser(
@@ -53,34 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     games.add_argument("--games", type=int, required=True, help="number of games")
     games.add_argument("--out", required=True, help="directory for the shards and PGN")
-    games.add_argument("--openings", metavar="FILE", help="opening book (EPD or PGN)")
-    games.add_argument(
-        "--random-plies", type=int, help="random opening moves when there is no book (default 8)"
-    )
-    games.add_argument("--seed", type=int)
-    _engine_options(games, "")
+    _common_options(games, "frugalzero.expert.sfgames:SfGamesConfig", SFGAMES_ALIASES)
     games.set_defaults(handler=_sfgames)
-
-
-def _flags(args: argparse.Namespace, fields: dict[str, str]) -> dict:
-    """Settings given as dedicated flags, as a config table (``--set`` still overrides them)."""
-    data: dict = {}
-    for attr, key in fields.items():
-        value = getattr(args, attr, None)
-        if value is not None:
-            *parents, leaf = key.split(".")
-            node = data
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[leaf] = value
-    limits = {
-        "nodes": getattr(args, "engine_nodes", None) or getattr(args, "nodes", None),
-        "depth": getattr(args, "engine_depth", None) or getattr(args, "depth", None),
-        "movetime_ms": getattr(args, "engine_ms", None) or getattr(args, "movetime", None),
-    }
-    if any(v is not None for v in limits.values()):  # a limit on the command line is the only one
-        data.setdefault("engine", {}).update({k: v or 0 for k, v in limits.items()})
-    return data
 
 
 def _check_count(name: str, value: int) -> None:
@@ -123,22 +104,13 @@ def _write_config(out: Path, name: str, config, notes: dict) -> None:
 
 def _explore(args: argparse.Namespace) -> int:
     from frugalzero.chess.positions import load_book
-    from frugalzero.config import load_config
     from frugalzero.data.shards import ShardWriter
-    from frugalzero.expert.explore import EpsExplore, ExploreConfig, summary
+    from frugalzero.expert.explore import EpsExplore, summary
     from frugalzero.nn.checkpoint import load_net, resolve_net_path
     from frugalzero.report import emit
 
     _check_count("steps", args.steps)
-    fields = {
-        "games": "games",
-        "openings": "openings",
-        "seed": "seed",
-        "workers": "workers",
-        "engine": "engine.command",
-    }
-    config = load_config(ExploreConfig, args.config, args.set, _flags(args, fields))
-    config.validate()
+    config = config_from_args(args)
     net_path = resolve_net_path(args.net)
     net, meta = load_net(net_path)
     openings = load_book(config.openings) if config.openings else None
@@ -192,22 +164,13 @@ def _explore(args: argparse.Namespace) -> int:
 
 def _sfgames(args: argparse.Namespace) -> int:
     from frugalzero.chess.positions import load_book
-    from frugalzero.config import load_config
     from frugalzero.data.shards import ShardWriter
     from frugalzero.expert.explore import label_playouts, summary
-    from frugalzero.expert.sfgames import PgnWriter, SfGamesConfig, game_tasks
+    from frugalzero.expert.sfgames import PgnWriter, game_tasks
     from frugalzero.report import emit
 
     _check_count("games", args.games)
-    fields = {
-        "openings": "openings",
-        "random_plies": "random_plies",
-        "seed": "seed",
-        "workers": "workers",
-        "engine": "engine.command",
-    }
-    config = load_config(SfGamesConfig, args.config, args.set, _flags(args, fields))
-    config.validate()
+    config = config_from_args(args)
     openings = load_book(config.openings) if config.openings else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import chess
 import chess.engine
 
+from frugalzero.config import check
 from frugalzero.errors import UserError
 from frugalzero.expert.values import VALUE_SCALE
 
@@ -48,18 +49,21 @@ class EngineConfig:
     value_scale: float = VALUE_SCALE
     """Centipawns at which a label's value is 0.82: v = 2 / (1 + 10^(-cp/scale)) - 1."""
 
-    def validate(self) -> None:
-        for name in ("nodes", "depth", "movetime_ms", "hash_mb", "threads", "retries"):
-            if getattr(self, name) < 0:
-                raise UserError(f"engine.{name} must be >= 0, not {getattr(self, name)}")
-        if not (self.nodes or self.depth or self.movetime_ms):
-            raise UserError(
-                "engine: set a limit (engine.nodes, engine.depth or engine.movetime_ms)"
-            )
-        if self.threads < 1 or self.hash_mb < 1:
-            raise UserError("engine.threads and engine.hash_mb must be at least 1")
-        if self.timeout_s <= 0 or self.value_scale <= 0:
-            raise UserError("engine.timeout_s and engine.value_scale must be positive")
+    def __post_init__(self) -> None:
+        names = ("nodes", "depth", "movetime_ms", "hash_mb", "threads", "retries")
+        checks = [
+            (getattr(self, n) >= 0, f"engine.{n} must be >= 0, not {getattr(self, n)}")
+            for n in names
+        ]
+        checks += [
+            (
+                bool(self.nodes or self.depth or self.movetime_ms),
+                "set a limit (engine.nodes, engine.depth or engine.movetime_ms)",
+            ),
+            (self.threads >= 1 and self.hash_mb >= 1, "threads and hash_mb must be at least 1"),
+            (self.timeout_s > 0 and self.value_scale > 0, "timeout_s and value_scale must be > 0"),
+        ]
+        check(self, "engine", checks)
 
     def limit(self) -> chess.engine.Limit:
         return chess.engine.Limit(

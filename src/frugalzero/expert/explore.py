@@ -17,8 +17,8 @@ import numpy as np
 
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.positions import STANDARD, Opening, OpeningSampler
+from frugalzero.config import check
 from frugalzero.data.records import GameRecord
-from frugalzero.errors import UserError
 from frugalzero.expert.engine import EngineConfig
 from frugalzero.expert.playout import PlayoutTask, game_result
 from frugalzero.expert.pool import LabelError, StockfishPool
@@ -57,14 +57,17 @@ class ExploreConfig:
     engine: EngineConfig = field(default_factory=EngineConfig)
     """The labelling engines."""
 
-    def validate(self) -> None:
-        if self.noise_alpha <= 0 or not 0 <= self.noise_epsilon <= 1:
-            raise UserError("explore: noise_alpha must be > 0 and noise_epsilon in [0, 1]")
-        if self.temperature <= 0:
-            raise UserError(f"explore.temperature must be > 0, not {self.temperature}")
-        if self.games < 1 or self.max_game_plies < 1 or self.playout_max_plies < 1:
-            raise UserError("explore: games, max_game_plies and playout_max_plies must be >= 1")
-        self.engine.validate()
+    def __post_init__(self) -> None:
+        checks = [
+            (self.noise_alpha > 0, "noise_alpha must be > 0"),
+            (0 <= self.noise_epsilon <= 1, "noise_epsilon must be in [0, 1]"),
+            (self.temperature > 0, f"temperature must be > 0, not {self.temperature}"),
+            (
+                min(self.games, self.max_game_plies, self.playout_max_plies) >= 1,
+                "games, max_game_plies and playout_max_plies must be >= 1",
+            ),
+        ]
+        check(self, "explore", checks)
 
 
 def explore_choice(
@@ -227,7 +230,6 @@ class EpsExplore:
     ) -> None:
         from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 
-        config.validate()
         self.config = config
         self._own_pool = pool is None
         self.pool = pool or StockfishPool(config.engine, config.workers)

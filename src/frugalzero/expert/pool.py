@@ -71,7 +71,6 @@ class StockfishPool:
 
     def __init__(self, config: EngineConfig | None = None, size: int = 0) -> None:
         self.config = config = config or EngineConfig()
-        config.validate()
         self.command = resolve_command(config.command)
         self.size = size or available_cores()
         self._ctx = mp.get_context("spawn")  # forking a process with threads can deadlock

@@ -19,8 +19,8 @@ import chess.engine
 import chess.pgn
 
 from frugalzero.chess.positions import Opening, OpeningSampler
+from frugalzero.config import check
 from frugalzero.data.records import GameRecord
-from frugalzero.errors import UserError
 from frugalzero.expert.engine import EngineConfig
 from frugalzero.expert.playout import PlayoutTask, game_result
 from frugalzero.expert.values import parse_score_text
@@ -47,10 +47,13 @@ class SfGamesConfig:
     engine: EngineConfig = field(default_factory=EngineConfig)
     """The engines (one limit for both sides)."""
 
-    def validate(self) -> None:
-        if self.random_plies < 0 or self.max_plies < 1 or self.pgn_games_per_file < 1:
-            raise UserError("sfgames: random_plies >= 0, max_plies >= 1, pgn_games_per_file >= 1")
-        self.engine.validate()
+    def __post_init__(self) -> None:
+        checks = [
+            (self.random_plies >= 0, "random_plies must be >= 0"),
+            (self.max_plies >= 1, "max_plies must be at least 1"),
+            (self.pgn_games_per_file >= 1, "pgn_games_per_file must be at least 1"),
+        ]
+        check(self, "sfgames", checks)
 
 
 def random_opening(rng: random.Random, plies: int) -> Opening:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from multiprocessing.shared_memory import SharedMemory
-from typing import Any
+from typing import Any, Literal
 
 import chess
 import numpy as np
@@ -28,6 +28,7 @@ import torch
 
 from frugalzero.chess.encoding import FRAME_WORDS, HISTORY, encode, frames_array
 from frugalzero.chess.history import NetInput, net_input_from_board
+from frugalzero.config import check
 from frugalzero.nn.model import NetConfig, PolicyValueNet, value_from_output
 
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # frames, meta, index, counts
@@ -40,22 +41,29 @@ class EvaluatorConfig:
 
     device: str = "auto"
     """'auto' (CUDA when present, else CPU), 'cpu', 'cuda' or 'cuda:N'."""
-    precision: str = "auto"
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     """'auto' (fp16 on CUDA, bf16 on CPUs with native bf16, else fp32), 'fp32', 'bf16', 'fp16'."""
     threads: int = 0
     """PyTorch intra-op threads on CPU; 0 = every core but the caller's for 'process', all for
     'inline'."""
-    backend: str = "auto"
+    backend: Literal["auto", "process", "inline"] = "auto"
     """'process' (network in an inference process, overlapping the caller), 'inline', or 'auto'
     ('process' when the machine has 2 or more cores)."""
     cache_size: int = 100_000
     """Positions remembered (LRU); 0 turns the cache off."""
     channels_last: bool = True
     """NHWC memory layout, which oneDNN and cuDNN convolutions prefer."""
-    compile: str = "auto"
+    compile: Literal["auto", "on", "off"] = "auto"
     """'on', 'off' or 'auto' (on with the process backend): torch.compile with frozen, prepacked
     weights runs the net ~1.3x faster on CPU; it costs 5-20 s once and needs a C++ compiler,
     and falls back to eager if compiling fails."""
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.threads >= 0, "threads must be >= 0"),
+            (self.cache_size >= 0, "cache_size must be >= 0"),
+        ]
+        check(self, "evaluator", checks)
 
 
 @dataclass(slots=True)

@@ -7,57 +7,58 @@ import sys
 import time
 from pathlib import Path
 
+from frugalzero.config_cli import add_config_flags, config_from_args
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
         help="train an engine: generate -> train -> evaluate, until a budget (resumable)",
         description="Iterations of data generation, training and evaluation. Resume a stopped "
-        "run with `frugalzero run --dir DIR` (its config.toml is reused; --set may change the "
-        "budget).",
+        "run with `frugalzero run --dir DIR` (its config.toml is reused; flags and --set may "
+        "change the budget).",
+        usage="frugalzero run [-h] [--config PRESET_OR_TOML] [--dir DIR] [--json] "
+        "[--ray ADDRESS] [--SECTION.FIELD VALUE ...] [--set KEY=VALUE ...]",
     )
-    parser.add_argument("--preset", help="configs/NAME.toml or a TOML file (new runs)")
-    parser.add_argument("--method", help="selfplay, contempt, gumbel, eps-explore, sfgames, pgn")
     parser.add_argument("--dir", help="run directory (default runs/PRESET-DATE)")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config field, e.g. budget.iterations=3",
-    )
     parser.add_argument("--json", action="store_true", help="print one JSON summary object")
     parser.add_argument(  # Ray (issue 9): sets the config's `ray` field
         "--ray", metavar="ADDRESS", help="generate on Ray: 'local', or a head's HOST:6379"
     )
+    # every field of every section: long, but --help is where a setting is looked up
+    add_config_flags(
+        parser, "frugalzero.pipeline.config:RunConfig", skip=("ray",), config_aliases=("--preset",)
+    )
     parser.set_defaults(handler=_run)
+
+
+def run_config(args: argparse.Namespace):
+    """(run directory, config) of ``frugalzero run``: a saved run's config.toml stands where a
+    new run's preset (default: demo) would."""
+    from frugalzero.config import read_toml
+    from frugalzero.errors import UserError
+
+    if args.ray:  # Ray (issue 9)
+        args.set.append(f"ray={args.ray}")
+    run_dir = Path(args.dir) if args.dir else None
+    saved = run_dir / "config.toml" if run_dir else None
+    if saved is not None and saved.exists():
+        if args.config:
+            raise UserError(f"{run_dir} already holds a run; resume it without --config")
+        return run_dir, config_from_args(args, read_toml(saved))
+    args.config = args.config or "demo"
+    if run_dir is None:
+        run_dir = Path("runs") / f"{Path(args.config).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return run_dir, config_from_args(args)
 
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from frugalzero.config import load_config, read_toml
-    from frugalzero.errors import UserError
-    from frugalzero.pipeline.config import RunConfig
     from frugalzero.pipeline.loop import RunLoop
     from frugalzero.report import to_json
 
-    overrides = list(args.set)
-    if args.method:
-        overrides.append(f"method={args.method}")
-    if args.ray:  # Ray (issue 9)
-        overrides.append(f"ray={args.ray}")
-    run_dir = Path(args.dir) if args.dir else None
-    saved = run_dir / "config.toml" if run_dir else None
-    if saved is not None and saved.exists():
-        if args.preset:
-            raise UserError(f"{run_dir} already holds a run; resume it without --preset")
-        config = load_config(RunConfig, None, overrides, base=read_toml(saved))
-    else:
-        preset = args.preset or "demo"
-        if run_dir is None:
-            run_dir = Path("runs") / f"{Path(preset).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-        config = load_config(RunConfig, preset, overrides)
+    run_dir, config = run_config(args)
     run_dir.mkdir(parents=True, exist_ok=True)
     console = Console(file=sys.stderr)
     loop = RunLoop(config, run_dir, console)

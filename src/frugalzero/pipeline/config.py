@@ -5,18 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from frugalzero.errors import UserError
+from frugalzero.config import check
 from frugalzero.evaluate.adjudicate import AdjudicationConfig
 from frugalzero.evaluate.gating import GateConfig
 from frugalzero.expert.explore import ExploreConfig
 from frugalzero.expert.sfgames import SfGamesConfig
 from frugalzero.nn.evaluator import EvaluatorConfig
-from frugalzero.search.config import SearchConfig
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.train.config import TrainConfig
 
 Method = Literal["selfplay", "contempt", "gumbel", "eps-explore", "sfgames", "pgn"]
-METHODS: tuple[str, ...] = ("selfplay", "contempt", "gumbel", "eps-explore", "sfgames", "pgn")
 
 
 @dataclass
@@ -35,6 +33,14 @@ class BudgetConfig:
     minutes left (measured on the finished iterations), so the run ends near its budget instead
     of up to an iteration past it; false = every iteration whole."""
 
+    def __post_init__(self) -> None:
+        limits = (self.iterations, self.minutes, self.positions)
+        checks = [
+            (min(limits) >= 0, "limits must be >= 0"),
+            (any(limits), "set iterations, minutes or positions (all are 0)"),
+        ]
+        check(self, "budget", checks)
+
 
 @dataclass
 class NetSection:
@@ -48,6 +54,9 @@ class NetSection:
     """Start from this network file ('default' = the shipped net); empty = freshly initialised."""
     seed: int = 0
     """Seed of the initial weights."""
+
+    def __post_init__(self) -> None:
+        check(self, "net")
 
 
 @dataclass
@@ -69,6 +78,14 @@ class GenerateSection:
     the search-contempt paper raises N_scl as games get drawish)."""
     openings: str = ""
     """Opening book (EPD or PGN) for every generator; empty = each generator's default."""
+
+    def __post_init__(self) -> None:
+        checks = [
+            (min(self.games, self.steps, self.pgn_min_elo) >= 0, "counts must be >= 0"),
+            (self.window >= 0, "window must be >= 0"),
+            (self.nscl_raise >= 0, "nscl_raise must be >= 0 (0 = fixed)"),
+        ]
+        check(self, "generate", checks)
 
 
 @dataclass
@@ -94,6 +111,11 @@ class EvaluationSection:
     """How a new net replaces the best: 'always' (AlphaZero), 'threshold', 'sprt'."""
     adjudication: AdjudicationConfig = field(default_factory=AdjudicationConfig)
     """When evaluation games stop early."""
+
+    def __post_init__(self) -> None:
+        counts = ("nodes", "games_vs_random", "games_vs_best", "final_games", "concurrency")
+        checks = [(getattr(self, n) >= 0, f"{n} must be >= 0") for n in counts]
+        check(self, "evaluation", [*checks, (self.noise_plies >= 0, "noise_plies must be >= 0")])
 
 
 @dataclass
@@ -127,20 +149,6 @@ class RunConfig:
     """Ray (issue 9): where generation runs; '' = this machine's process pool, 'local' = a Ray
     runtime here, 'HOST:6379' = the Ray cluster of that head (training stays here)."""
 
-    def validate(self) -> None:
-        if self.method not in METHODS:
-            raise UserError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
-        b = self.budget
-        if min(b.iterations, b.minutes, b.positions) < 0:
-            raise UserError("budget: limits must be >= 0")
-        if not (b.iterations or b.minutes or b.positions):
-            raise UserError("budget: set iterations, minutes or positions (all are 0)")
-        if self.method == "pgn" and not self.generate.pgn:
-            raise UserError("method pgn: set generate.pgn = ['games.pgn', ...]")
-        self.train.validate()
-        self.explore.validate()
-        self.sfgames.validate()
-
-    def search(self) -> SearchConfig:
-        """The self-play search of this method."""
-        return self.selfplay.search
+    def __post_init__(self) -> None:
+        pgn = (self.method != "pgn" or bool(self.generate.pgn), "method pgn needs generate.pgn")
+        check(self, "run", [pgn])

@@ -37,7 +37,6 @@ INITIAL_NET = "nets/iter-0000.safetensors"
 
 class RunLoop:
     def __init__(self, config: RunConfig, run_dir: Path, console: Console) -> None:
-        config.validate()
         self.config = config
         self.dir = run_dir
         self.console = console

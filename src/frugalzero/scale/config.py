@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from frugalzero.errors import UserError
+from frugalzero.config import check
 
 
 @dataclass
@@ -35,10 +35,14 @@ class RayConfig:
     object_store_mb: int = 512
     """Object store of the runtime that ``--ray local`` starts (MiB; it holds the network)."""
 
-    def validate(self) -> None:
-        if self.workers < 0 or self.cpus_per_worker < 1 or self.gpus_per_worker < 0:
-            raise UserError("ray: workers >= 0, cpus_per_worker >= 1, gpus_per_worker >= 0")
-        if self.chunk < 0 or self.retries < 0 or self.start_timeout_s <= 0:
-            raise UserError("ray: chunk >= 0, retries >= 0 and start_timeout_s > 0")
-        if self.local_cpus < 0 or self.object_store_mb < 80:
-            raise UserError("ray: local_cpus >= 0 and object_store_mb >= 80 (Ray's minimum)")
+    def __post_init__(self) -> None:
+        checks = [
+            (self.workers >= 0, "workers must be >= 0"),
+            (self.cpus_per_worker >= 1, "cpus_per_worker must be at least 1"),
+            (self.gpus_per_worker >= 0, "gpus_per_worker must be >= 0"),
+            (self.chunk >= 0 and self.retries >= 0, "chunk and retries must be >= 0"),
+            (self.start_timeout_s > 0, "start_timeout_s must be > 0"),
+            (self.local_cpus >= 0, "local_cpus must be >= 0"),
+            (self.object_store_mb >= 80, "object_store_mb must be >= 80 (Ray's minimum)"),
+        ]
+        check(self, "ray", checks)

@@ -29,9 +29,7 @@ class RayPlayoutPool:
         from frugalzero.scale.workers import RayWorkers
 
         self.config = engine = engine or EngineConfig()
-        engine.validate()
         self.ray = ray = ray or RayConfig()
-        ray.validate()
         self.workers = worker_count(ray)
         self.size = self.workers * ray.cpus_per_worker
         self.chunk = ray.chunk or 4 * ray.cpus_per_worker

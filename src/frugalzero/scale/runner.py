@@ -76,7 +76,6 @@ class RayRunner:
     def __init__(self, address: str, config: RayConfig | None = None) -> None:
         self.address = address
         self.config = config or RayConfig()
-        self.config.validate()
         self._started = False
         self._connected = False
 

@@ -30,7 +30,6 @@ def connect(address: str, config: RayConfig | None = None) -> bool:
     if ray.is_initialized():
         return False
     config = config or RayConfig()
-    config.validate()
     if not address:
         raise UserError("--ray needs an address: 'local', or the head's HOST:PORT")
     quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}

@@ -47,7 +47,6 @@ def ray_selfplay(
     from frugalzero.selfplay.game import game_starts
 
     ray = ray or RayConfig()
-    ray.validate()
     started = time.perf_counter()
     starts = game_starts(config)
     payload, meta = publish_net(net_path)  # a bad file is reported here, before any worker

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from frugalzero.errors import UserError
+from frugalzero.config import check
 
 
 @dataclass
@@ -90,11 +90,8 @@ class SearchConfig:
             (self.temperature >= 0 and self.final_temperature >= 0, "temperatures must be >= 0"),
             (self.draw_repetitions in (2, 3), "draw_repetitions must be 2 or 3"),
             (0 <= self.resign_disabled_share <= 1, "resign_disabled_share must be in [0, 1]"),
-            (self.fpu_mode in ("reduction", "absolute"), "fpu_mode: 'reduction' or 'absolute'"),
         ]
-        for ok, message in checks:
-            if not ok:
-                raise UserError(f"search config: {message}")
+        check(self, "search", checks)
 
     def for_play(self) -> SearchConfig:
         """The same search for playing matches: no root noise, no Gumbel noise, the best move

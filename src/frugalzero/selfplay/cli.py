@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from frugalzero.config_cli import add_config_flags, config_from_args
+
+# short flags of the docs and scripts
+ALIASES = {
+    "search.simulations": ("--sims",),
+    "search.nscl": ("--nscl",),
+    "search.gumbel": ("--gumbel",),
+}
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -14,59 +23,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "resolved config and the statistics to --out.",
     )
     parser.add_argument("--net", required=True, help="network file, or 'default' (shipped net)")
-    parser.add_argument("--games", type=int, help="games to play (config: games)")
     parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument("--sims", type=int, help="simulations per move (search.simulations)")
-    parser.add_argument("--nscl", type=float, help="search-contempt N_scl (inf = off)")
-    parser.add_argument("--gumbel", action="store_true", help="Gumbel root search")
-    parser.add_argument("--openings", help="EPD or PGN opening book")
-    parser.add_argument("--odds", choices=["queen", "rook", "knight"], help="odds chess")
-    parser.add_argument(
-        "--odds-giver", choices=["both", "white", "black"], help="who gives the odds"
-    )
-    parser.add_argument("--concurrent", type=int, help="games at once per worker")
-    parser.add_argument("--workers", type=int, help="worker processes (0 = one per 2 cores)")
-    parser.add_argument("--seed", type=int, help="random seed")
-    parser.add_argument("--config", help="preset name or TOML file (a [selfplay]-less table)")
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override"
-    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     # Ray: the games on Ray workers, the shards written here
     parser.add_argument(
         "--ray", metavar="ADDRESS", help="play on Ray: 'local' starts a runtime, HOST:PORT joins"
     )
     parser.add_argument("--ray-workers", type=int, help="Ray workers (default: one per CPU)")
+    add_config_flags(parser, "frugalzero.selfplay.config:SelfPlayConfig", ALIASES)
     parser.set_defaults(handler=_selfplay)
-
-
-def _overrides(args: argparse.Namespace) -> list[str]:
-    flags = {
-        "games": args.games,
-        "search.simulations": args.sims,
-        "search.nscl": args.nscl,
-        "search.gumbel": True if args.gumbel else None,
-        "openings": args.openings,
-        "odds": args.odds,
-        "odds_giver": args.odds_giver,
-        "concurrent": args.concurrent,
-        "workers": args.workers,
-        "seed": args.seed,
-    }
-    out = list(args.set)
-    for key, value in flags.items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            text = "true" if value else "false"
-        elif isinstance(value, str):
-            text = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        elif isinstance(value, float) and value == float("inf"):
-            text = "inf"
-        else:
-            text = repr(value)
-        out.append(f"{key}={text}")
-    return out
 
 
 def _selfplay(args: argparse.Namespace) -> int:
@@ -75,16 +40,15 @@ def _selfplay(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from frugalzero.config import dump_toml, load_config, to_dict
+    from frugalzero.config import dump_toml, to_dict
     from frugalzero.data.shards import ShardWriter
     from frugalzero.nn.checkpoint import atomic_write_bytes, resolve_net_path
     from frugalzero.report import emit, stderr_console, to_json
     from frugalzero.scale.config import RayConfig
     from frugalzero.scale.runner import runner_for
-    from frugalzero.selfplay.config import SelfPlayConfig
     from frugalzero.selfplay.stats import selfplay_stats
 
-    config = load_config(SelfPlayConfig, args.config, _overrides(args))
+    config = config_from_args(args)
     net_path = resolve_net_path(args.net)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

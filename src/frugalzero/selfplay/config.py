@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from frugalzero.errors import UserError
+from frugalzero.config import check
 from frugalzero.nn.evaluator import EvaluatorConfig
 from frugalzero.search.config import SearchConfig
 
@@ -45,16 +45,14 @@ class SelfPlayConfig:
     """How the network runs."""
 
     def __post_init__(self) -> None:
-        if self.games < 1:
-            raise UserError("selfplay config: games must be at least 1")
-        if self.concurrent < 1:
-            raise UserError("selfplay config: concurrent must be at least 1")
-        if self.groups < 1:
-            raise UserError("selfplay config: groups must be at least 1")
-        if self.max_plies < 1:
-            raise UserError("selfplay config: max_plies must be at least 1")
-        if self.workers < 0:
-            raise UserError("selfplay config: workers must be >= 0")
+        checks = [
+            (self.games >= 1, "games must be at least 1"),
+            (self.concurrent >= 1, "concurrent must be at least 1"),
+            (self.groups >= 1, "groups must be at least 1"),
+            (self.max_plies >= 1, "max_plies must be at least 1"),
+            (self.workers >= 0, "workers must be >= 0"),
+        ]
+        check(self, "selfplay", checks)
 
     @property
     def method(self) -> str:

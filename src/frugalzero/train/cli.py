@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from frugalzero.config_cli import add_config_flags, config_from_args
+
 # files a run directory holds; --restart removes exactly these
 RUN_FILES = (
     "train_state.json",
@@ -33,19 +35,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--arch", help="start from a fresh network of this size (default small)")
     parser.add_argument("--value-head", choices=["scalar", "wdl"], help="with --arch")
     parser.add_argument("--out", required=True, help="where the trained network is written")
-    parser.add_argument("--epochs", type=float, help="passes over the data (main phase)")
-    parser.add_argument("--swa-cycles", type=int, help="one-epoch SWA cycles after it (0: off)")
-    parser.add_argument("--optimizer", choices=["sgd", "adam"])
     parser.add_argument("--window", type=int, default=0, help="newest positions used; 0 = all")
     parser.add_argument(
         "--run-dir", help="checkpoints and metrics (default: OUT minus .safetensors, plus .run)"
     )
     parser.add_argument("--restart", action="store_true", help="discard a stopped run's state")
-    parser.add_argument("--config", metavar="PRESET", help="a preset name or TOML file")
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting"
-    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_config_flags(parser, "frugalzero.train.config:TrainConfig")
     parser.set_defaults(handler=_train)
 
 
@@ -63,17 +59,6 @@ def clear_run_dir(run_dir: Path) -> None:
             path.unlink()
     for name in RUN_DIRS:
         shutil.rmtree(run_dir / name, ignore_errors=True)
-
-
-def _config(args: argparse.Namespace):
-    from frugalzero.config import load_config
-    from frugalzero.train.config import TrainConfig
-
-    flags = {"epochs": args.epochs, "swa_cycles": args.swa_cycles, "optimizer": args.optimizer}
-    base = {k: v for k, v in flags.items() if v is not None}
-    config = load_config(TrainConfig, args.config, args.set, base)
-    config.validate()
-    return config
 
 
 def _initial_net(args: argparse.Namespace, seed: int):
@@ -108,7 +93,7 @@ def _train(args: argparse.Namespace) -> int:
     from frugalzero.train.trainer import Trainer, TrainingInterrupted
 
     started = time.perf_counter()
-    config = _config(args)
+    config = config_from_args(args)
     out = Path(args.out)
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(out)
     if args.window < 0:

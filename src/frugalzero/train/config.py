@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from frugalzero.config import check
 from frugalzero.errors import UserError
 
 Optimizer = Literal["sgd", "adam"]
@@ -95,38 +96,41 @@ class TrainConfig:
     def resolved_lr(self) -> float:
         return self.lr if self.lr > 0 else DEFAULT_LR[self.optimizer]
 
-    def validate(self) -> None:
-        """One-line errors for values no run can use."""
-        checks = [
-            (self.batch_size >= 1, "batch_size must be at least 1"),
-            (self.accumulation >= 1, "accumulation must be at least 1"),
-            (
-                self.batch_size % max(self.accumulation, 1) == 0,
-                f"accumulation {self.accumulation} must divide batch_size {self.batch_size}",
-            ),
-            (self.epochs > 0 or self.steps > 0, "epochs or steps must be positive"),
-            (self.steps >= 0, "steps must not be negative"),
-            (self.lr >= 0, "lr must not be negative"),
-            (0 <= self.lr_final <= 1, "lr_final must be in [0, 1]"),
-            (0 <= self.momentum < 1, "momentum must be in [0, 1)"),
-            (self.weight_decay >= 0, "weight_decay must not be negative"),
-            (self.clip_norm >= 0, "clip_norm must not be negative"),
-            (self.value_weight >= 0, "value_weight must not be negative"),
-            (0 <= self.value_lambda <= 1, "value_lambda must be in [0, 1]"),
-            (self.swa_cycles >= 0, "swa_cycles must not be negative"),
-            (self.swa_lr >= 0, "swa_lr must not be negative"),
-            (self.bn_samples >= 0, "bn_samples must not be negative"),
-            (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
-            (self.validation_min_positions >= 0, "validation_min_positions must not be negative"),
-            (self.threads >= 0, "threads must not be negative"),
-            (self.log_every >= 1, "log_every must be at least 1"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise UserError(f"train config: {message}")
+    def __post_init__(self) -> None:
+        check(
+            self,
+            "train",
+            [
+                (self.batch_size >= 1, "batch_size must be at least 1"),
+                (self.accumulation >= 1, "accumulation must be at least 1"),
+                (
+                    self.batch_size % max(self.accumulation, 1) == 0,
+                    f"accumulation {self.accumulation} must divide batch_size {self.batch_size}",
+                ),
+                (self.epochs > 0 or self.steps > 0, "epochs or steps must be positive"),
+                (self.steps >= 0, "steps must not be negative"),
+                (self.lr >= 0, "lr must not be negative"),
+                (0 <= self.lr_final <= 1, "lr_final must be in [0, 1]"),
+                (0 <= self.momentum < 1, "momentum must be in [0, 1)"),
+                (self.weight_decay >= 0, "weight_decay must not be negative"),
+                (self.clip_norm >= 0, "clip_norm must not be negative"),
+                (self.value_weight >= 0, "value_weight must not be negative"),
+                (0 <= self.value_lambda <= 1, "value_lambda must be in [0, 1]"),
+                (self.swa_cycles >= 0, "swa_cycles must not be negative"),
+                (self.swa_lr >= 0, "swa_lr must not be negative"),
+                (self.bn_samples >= 0, "bn_samples must not be negative"),
+                (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
+                (
+                    self.validation_min_positions >= 0,
+                    "validation_min_positions must not be negative",
+                ),
+                (self.threads >= 0, "threads must not be negative"),
+                (self.log_every >= 1, "log_every must be at least 1"),
+            ],
+        )
         last = None
         for i, point in enumerate(self.value_lambda_schedule):
-            where = f"train config: value_lambda_schedule[{i}]"
+            where = f"train.value_lambda_schedule[{i}]"
             if len(point) != 2:
                 raise UserError(f"{where}: expected [iteration, lambda], got {point!r}")
             if not 0 <= point[1] <= 1:

@@ -174,7 +174,6 @@ class Trainer:
         tensorboard: bool = True,
         on_step: Callable[[Trainer, str, int, int], None] | None = None,
     ) -> None:
-        config.validate()
         self.config = config
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
