@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--dir", help="run directory (default runs/PRESET-DATE)")
     parser.add_argument("--json", action="store_true", help="print one JSON summary object")
-    parser.add_argument(  # Ray (issue 9): sets the config's `ray` field
+    parser.add_argument(  # sets the config's `ray` field
         "--ray", metavar="ADDRESS", help="generate on Ray: 'local', or a head's HOST:6379"
     )
     # every field of every section: long, but --help is where a setting is looked up
@@ -38,7 +38,7 @@ def run_config(args: argparse.Namespace):
     from frugalzero.config import read_toml
     from frugalzero.errors import UserError
 
-    if args.ray:  # Ray (issue 9)
+    if args.ray:
         args.set.append(f"ray={args.ray}")
     run_dir = Path(args.dir) if args.dir else None
     saved = run_dir / "config.toml" if run_dir else None

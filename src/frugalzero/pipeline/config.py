@@ -146,7 +146,7 @@ class RunConfig:
     evaluator: EvaluatorConfig = field(default_factory=EvaluatorConfig)
     """How the network runs in evaluation matches."""
     ray: str = ""
-    """Ray (issue 9): where generation runs; '' = this machine's process pool, 'local' = a Ray
+    """Where generation runs; '' = this machine's process pool, 'local' = a Ray
     runtime here, 'HOST:6379' = the Ray cluster of that head (training stays here)."""
 
     def __post_init__(self) -> None:
