@@ -1,4 +1,4 @@
-"""Expert labelling, pure parts: value conversion, ε-Explore's move choice, playout rules."""
+"""Expert labelling, pure parts: ε-Explore's move choice, playout histories, engine settings."""
 
 from __future__ import annotations
 
@@ -7,48 +7,11 @@ import chess.engine
 import numpy as np
 import pytest
 
+from frugalzero.chess.rules import game_result
 from frugalzero.errors import UserError
 from frugalzero.expert.engine import EngineConfig, resolve_command
 from frugalzero.expert.explore import ExploreConfig, explore_choice
-from frugalzero.expert.playout import game_result, push_trimmed, replay
-from frugalzero.expert.values import (
-    cp_to_value,
-    parse_score_text,
-    score_text,
-    score_to_value,
-)
-
-
-def test_cp_to_value_is_the_elo_logistic():
-    for cp in (-900, -250, -40, 0, 13, 250, 1200):
-        for scale in (200.0, 400.0):
-            expected = 2 / (1 + 10 ** (-cp / scale)) - 1
-            assert cp_to_value(cp, scale) == pytest.approx(expected, abs=1e-12)
-    assert cp_to_value(250, 250) == pytest.approx(9 / 11)  # expected score 10/11
-    values = [cp_to_value(cp) for cp in range(-3000, 3001, 50)]
-    assert all(a < b for a, b in zip(values, values[1:]))
-    assert all(-1 < v < 1 for v in values)
-    assert cp_to_value(-170) == pytest.approx(-cp_to_value(170))
-
-
-def test_mate_scores_are_plus_minus_one():
-    assert score_to_value(chess.engine.Mate(3)) == 1.0
-    assert score_to_value(chess.engine.Mate(-1)) == -1.0
-    assert score_to_value(chess.engine.Mate(0)) == -1.0  # side to move is mated
-    assert score_to_value(chess.engine.Cp(0)) == 0.0
-    pov = chess.engine.PovScore(chess.engine.Cp(120), chess.BLACK)
-    assert score_to_value(pov.relative) > 0 > score_to_value(pov.white())
-
-
-def test_score_text_round_trips():
-    for score in (
-        chess.engine.Cp(-35),
-        chess.engine.Cp(0),
-        chess.engine.Mate(4),
-        chess.engine.Mate(-2),
-    ):
-        assert parse_score_text(score_text(score)) == score
-    assert score_text(chess.engine.Mate(-2)) == "#-2"
+from frugalzero.expert.playout import push_trimmed, replay
 
 
 def _peaked_priors(rng: np.random.Generator, n: int = 30) -> np.ndarray:
@@ -106,20 +69,6 @@ def test_single_legal_move_is_played_without_drawing_noise():
     state = rng.bit_generator.state
     assert explore_choice(np.array([1.0]), rng) == 0
     assert rng.bit_generator.state == state
-
-
-def test_game_result_rules():
-    fools = replay(chess.STARTING_FEN, ("f2f3", "e7e5", "g2g4", "d8h4"))
-    assert game_result(fools) == -1.0
-    assert game_result(chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")) == 0.0  # stalemate
-    assert game_result(chess.Board("8/8/4k3/8/8/3K4/8/8 w - - 0 1")) == 0.0  # two kings
-    assert game_result(chess.Board("8/8/4k3/8/8/3K4/8/7R w - - 100 80")) == 0.0  # 50 moves
-    assert game_result(chess.Board("8/8/4k3/8/8/3K4/8/7R w - - 99 80")) is None
-    assert game_result(chess.Board()) is None
-    shuffle = ("g1f3", "g8f6", "f3g1", "f6g8") * 2
-    board = replay(chess.STARTING_FEN, shuffle)
-    assert game_result(board) == 0.0  # the start position a third time
-    assert game_result(replay(chess.STARTING_FEN, shuffle[:-1])) is None
 
 
 def test_trimmed_history_is_the_same_game():

@@ -13,10 +13,10 @@ from conftest import shared_file
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
+from frugalzero.chess.rules import game_ending, leaf_status
 from frugalzero.nn.evaluator import Evaluation
 from frugalzero.search import SearchConfig, SearchTree, UniformEvaluator, search, search_many
 from frugalzero.search.puct import c_puct, choose_by_visits, puct_scores
-from frugalzero.search.rules import game_ending, leaf_status
 from frugalzero.search.tree import TERMINAL
 
 

@@ -8,8 +8,8 @@ import math
 import chess
 import numpy as np
 
+from frugalzero.chess.rules import leaf_status
 from frugalzero.search import SearchConfig, SearchTree, search
-from frugalzero.search.rules import leaf_status
 from frugalzero.search.tree import EXPANDED
 from test_search import HashEvaluator
 

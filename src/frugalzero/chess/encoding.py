@@ -48,8 +48,6 @@ ENCODING_SPEC = {
     "no_progress_scale": 100,
 }
 
-_PIECES = (chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, chess.KING)
-
 
 FRAME = struct.Struct("<13Q")
 FRAME_BYTES = FRAME.size  # 104

@@ -60,11 +60,6 @@ def _build_tables() -> tuple[np.ndarray, np.ndarray]:
 _ENCODE, _DECODE = _build_tables()
 
 
-def orient(square: int, turn: chess.Color) -> int:
-    """Square as the side to move sees it (Black's board mirrored vertically)."""
-    return square if turn == chess.WHITE else square ^ 56
-
-
 def move_to_index(move: chess.Move, turn: chess.Color) -> int:
     """Policy index of ``move`` played by ``turn``."""
     flip = 0 if turn == chess.WHITE else 56

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,14 +126,6 @@ class OpeningSampler:
             self._order = list(range(len(self._openings)))
             self._rng.shuffle(self._order)
         return self._openings[self._order.pop()]
-
-
-def opening_from_pgn_text(text: str) -> Opening:
-    """The final position of a PGN move list as an opening (used by tests and the CLI)."""
-    game = chess.pgn.read_game(io.StringIO(text))
-    if game is None or game.errors:
-        raise UserError("could not read the PGN opening")
-    return Opening(game.board().fen(), tuple(m.uci() for m in game.mainline_moves()))
 
 
 def random_boards(count: int, seed: int = 0, max_plies: int = 80) -> list[chess.Board]:

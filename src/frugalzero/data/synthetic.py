@@ -18,20 +18,8 @@ import chess
 import numpy as np
 
 from frugalzero.chess.moves import move_to_index, moves_to_indices
+from frugalzero.chess.rules import game_end, game_result
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
-
-
-def _over(board: chess.Board) -> bool:
-    return board.is_game_over(claim_draw=False) or _draw_claim(board) is not None
-
-
-def _draw_claim(board: chess.Board) -> chess.Outcome | None:
-    """Threefold repetition or the 50-move rule; python-chess's full claim check is slow."""
-    if board.halfmove_clock >= 100:
-        return chess.Outcome(chess.Termination.FIFTY_MOVES, None)
-    if board.is_repetition(3):
-        return chess.Outcome(chess.Termination.THREEFOLD_REPETITION, None)
-    return None
 
 
 def selfplay_like_game(
@@ -47,7 +35,7 @@ def selfplay_like_game(
     targets: list[PlyTarget | None] = []
     max_plies = int(rng.integers(*plies))
     drift = float(rng.uniform(-0.3, 0.3))
-    while len(moves) < max_plies and not _over(board):
+    while len(moves) < max_plies and game_end(board) is None:
         legal = list(board.legal_moves)
         k = min(len(legal), int(rng.integers(10, 26)))
         chosen = rng.choice(len(legal), size=k, replace=False)
@@ -67,10 +55,8 @@ def selfplay_like_game(
         targets.append(PlyTarget(indices, probs, search_value=value))
         moves.append(move.uci())
         board.push(move)
-    outcome = board.outcome(claim_draw=False) or _draw_claim(board)
-    if outcome is not None:
-        result = 0.0 if outcome.winner is None else (1.0 if outcome.winner else -1.0)
-    else:
+    result = game_result(board)
+    if result is None:
         result = float(np.sign(drift)) if abs(drift) > 0.1 else 0.0
     return GameRecord(
         start_fen=start_fen,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import random
 from dataclasses import dataclass
 
@@ -21,8 +20,7 @@ import chess.engine
 
 from frugalzero.errors import UserError
 from frugalzero.evaluate.specs import EngineSpec, check_executable
-
-MATE_CP = 100_000
+from frugalzero.values import MATE_CP, score_cp, value_to_cp  # noqa: F401  (netplayer, uci_search)
 
 
 class PlayerFailure(Exception):
@@ -43,12 +41,6 @@ class Played:
     """Centipawns for the side that moved (mates as +-100000); None if not reported."""
     depth: int | None = None
     nodes: int | None = None
-
-
-def value_to_cp(value: float) -> int:
-    """A value in [-1, 1] as centipawns (Leela's mapping), so nets adjudicate like engines."""
-    value = max(-0.999, min(0.999, value))
-    return int(round(90.0 * math.tan(1.5637541897 * value)))
 
 
 class Player:
@@ -151,7 +143,7 @@ class UciPlayer(Player):
         if move is None or not board.is_legal(move):
             raise PlayerFailure("illegal move", str(move))
         score = result.info.get("score")
-        cp = score.pov(board.turn).score(mate_score=MATE_CP) if score is not None else None
+        cp = score_cp(score.pov(board.turn)) if score is not None else None
         return Played(move, cp, result.info.get("depth"), result.info.get("nodes"))
 
     async def close(self) -> None:

@@ -23,6 +23,7 @@ from typing import Literal
 import chess
 
 from frugalzero.chess.positions import Opening
+from frugalzero.chess.rules import game_end
 from frugalzero.config import check
 from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig, Adjudicator
@@ -169,15 +170,11 @@ class MatchResult:
 
 
 def _rules_outcome(board: chess.Board) -> tuple[str, str] | None:
-    """Result and reason if the rules end the game (threefold and fifty moves are claimed)."""
-    outcome = board.outcome(claim_draw=False)
-    if outcome is not None:
-        return outcome.result(), outcome.termination.name.lower().replace("_", " ")
-    if board.halfmove_clock >= 100:
-        return "1/2-1/2", "fifty moves"
-    if board.is_repetition(3):
-        return "1/2-1/2", "threefold repetition"
-    return None
+    """Result and reason (e.g. 'threefold repetition') if the rules end the game."""
+    outcome = game_end(board)
+    if outcome is None:
+        return None
+    return outcome.result(), outcome.termination.name.lower().replace("_", " ")
 
 
 async def play_game(

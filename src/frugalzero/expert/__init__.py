@@ -8,12 +8,10 @@
 """
 
 from frugalzero.expert.engine import EngineConfig, EngineFailed
-from frugalzero.expert.playout import AnalyseTask, Label, PlayoutTask, game_result
+from frugalzero.expert.playout import AnalyseTask, Label, PlayoutTask
 from frugalzero.expert.pool import LabelError, StockfishPool
-from frugalzero.expert.values import VALUE_SCALE, cp_to_value, score_to_value
 
 __all__ = [
-    "VALUE_SCALE",
     "AnalyseTask",
     "EngineConfig",
     "EngineFailed",
@@ -21,7 +19,4 @@ __all__ = [
     "LabelError",
     "PlayoutTask",
     "StockfishPool",
-    "cp_to_value",
-    "game_result",
-    "score_to_value",
 ]

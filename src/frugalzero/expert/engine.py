@@ -19,7 +19,7 @@ import chess.engine
 
 from frugalzero.config import check
 from frugalzero.errors import UserError
-from frugalzero.expert.values import VALUE_SCALE
+from frugalzero.values import VALUE_SCALE
 
 
 @dataclass

@@ -17,10 +17,11 @@ import numpy as np
 
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.positions import STANDARD, Opening, OpeningSampler
+from frugalzero.chess.rules import game_result
 from frugalzero.config import check
 from frugalzero.data.records import GameRecord
 from frugalzero.expert.engine import EngineConfig
-from frugalzero.expert.playout import PlayoutTask, game_result
+from frugalzero.expert.playout import PlayoutTask
 from frugalzero.expert.pool import LabelError, StockfishPool
 
 

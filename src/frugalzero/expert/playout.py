@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 import chess
 
 from frugalzero.chess.moves import move_to_index
+from frugalzero.chess.rules import game_result
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.expert.engine import EngineFailed, EngineSession, EngineUnavailable
-from frugalzero.expert.values import score_text, score_to_value
+from frugalzero.values import score_text, score_to_value
 
 
 @dataclass(frozen=True)
@@ -52,21 +53,6 @@ class PlayoutTask:
     max_plies: int = 512
     """Engine moves at most; a playout cut there has no result."""
     extra: dict[str, str] = field(default_factory=dict)
-
-
-def game_result(board: chess.Board) -> float | None:
-    """White's result if the game is over, else None.
-
-    Over means checkmate, stalemate, insufficient material, or a draw either player could
-    claim on the board: the position occurred three times, or 50 moves without a capture or a
-    pawn move. (Claims by announcing a move that repeats are left to the engine.)
-    """
-    outcome = board.outcome(claim_draw=False)
-    if outcome is not None:
-        return 0.0 if outcome.winner is None else (1.0 if outcome.winner else -1.0)
-    if board.is_fifty_moves() or board.is_repetition(3):
-        return 0.0
-    return None
 
 
 def push_trimmed(board: chess.Board, move: chess.Move) -> chess.Board:

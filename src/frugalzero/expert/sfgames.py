@@ -19,11 +19,12 @@ import chess.engine
 import chess.pgn
 
 from frugalzero.chess.positions import Opening, OpeningSampler
+from frugalzero.chess.rules import game_result
 from frugalzero.config import check
 from frugalzero.data.records import GameRecord
 from frugalzero.expert.engine import EngineConfig
-from frugalzero.expert.playout import PlayoutTask, game_result
-from frugalzero.expert.values import parse_score_text
+from frugalzero.expert.playout import PlayoutTask
+from frugalzero.values import parse_score_text
 
 
 @dataclass

@@ -12,6 +12,7 @@ from torch import nn
 from frugalzero.chess.encoding import NUM_PLANES
 from frugalzero.chess.moves import NUM_PLANES as POLICY_PLANES
 from frugalzero.errors import UserError
+from frugalzero.values import wdl_to_value
 
 ValueHead = Literal["scalar", "wdl"]
 
@@ -137,5 +138,5 @@ def value_from_output(value: torch.Tensor, head: ValueHead) -> torch.Tensor:
     """Expected score in [-1, 1] for the side to move, from either kind of value head."""
     if head == "wdl":
         wdl = torch.softmax(value.float(), dim=1)
-        return wdl[:, 0] - wdl[:, 2]
+        return wdl_to_value(wdl[:, 0], wdl[:, 2])
     return value.float()[:, 0]

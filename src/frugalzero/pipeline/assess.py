@@ -200,7 +200,3 @@ def write_elo_csv(run_dir: Path, config: RunConfig, state: RunState, ratings) ->
             ]
         )
     atomic_write_bytes(run_dir / "elo.csv", text.getvalue().encode())
-
-
-def as_dict(record) -> dict[str, Any]:
-    return dataclasses.asdict(record)

@@ -14,7 +14,6 @@ from frugalzero.nn.checkpoint import atomic_write_bytes
 from frugalzero.report import plain
 
 STATE_FILE = "state.json"
-STEPS = ("generate", "train", "evaluate", "done")
 
 
 @dataclass

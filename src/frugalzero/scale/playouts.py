@@ -21,7 +21,7 @@ from frugalzero.scale.config import RayConfig
 
 
 class RayPlayoutPool:
-    """Playout workers on the connected Ray cluster (``ray_runtime`` first)."""
+    """Playout workers on the connected Ray cluster (``connect`` first)."""
 
     def __init__(self, engine: EngineConfig | None = None, ray: RayConfig | None = None) -> None:
         from frugalzero.scale.actors import PlayoutWorker

@@ -4,8 +4,6 @@ running cluster (``HOST:6379``, ``auto``, ``ray://HOST:10001``)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from frugalzero.errors import UserError
@@ -56,17 +54,6 @@ def disconnect() -> None:
     ray = require_ray()
     if ray.is_initialized():
         ray.shutdown()
-
-
-@contextmanager
-def ray_runtime(address: str, config: RayConfig | None = None) -> Iterator[None]:
-    """Connected for the block; a runtime or connection made here is closed afterwards."""
-    started = connect(address, config)
-    try:
-        yield
-    finally:
-        if started:
-            disconnect()
 
 
 def cluster_cpus() -> float:

@@ -37,7 +37,7 @@ def ray_selfplay(
     ray: RayConfig | None = None,
     workers_hook: Callable[[object], None] | None = None,
 ) -> SelfPlayRun:
-    """Play ``config.games`` games on Ray workers (Ray must be connected: ``ray_runtime``);
+    """Play ``config.games`` games on Ray workers (Ray must be connected: ``connect``);
     every finished game goes to ``on_game`` here. ``workers_hook`` sees the ``RayWorkers``
     once they run (tests use it to kill one)."""
     from frugalzero.scale.actors import SelfPlayWorker

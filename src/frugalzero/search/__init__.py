@@ -21,7 +21,7 @@ Interfaces (see docs/search.md for the design and measured figures):
 * ``UniformEvaluator`` -- uniform priors, constant value: tests and a network-free baseline.
 * Pure maths: ``frugalzero.search.puct`` (c(s), FPU, PUCT scores, temperature choice, noise),
   ``frugalzero.search.gumbel`` (sequential-halving schedule, completed Q, sigma, improved
-  policy), ``frugalzero.search.rules`` (which positions end the game, in search and in play).
+  policy), ``frugalzero.chess.rules`` (which positions end the game, in search and in play).
 
 Values are always for the side to move at the node they belong to, in [-1, 1].
 """

@@ -23,6 +23,7 @@ import numpy as np
 from frugalzero.chess.encoding import board_frame, board_meta
 from frugalzero.chess.history import GameHistory, NetInput, pad_frames, position_key
 from frugalzero.chess.moves import moves_to_indices
+from frugalzero.chess.rules import leaf_status
 from frugalzero.search import gumbel as gm
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.puct import (
@@ -30,7 +31,6 @@ from frugalzero.search.puct import (
     dirichlet_mix,
     temperature_for_ply,
 )
-from frugalzero.search.rules import leaf_status
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 _NEG_INF = -math.inf

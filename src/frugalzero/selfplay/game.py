@@ -8,9 +8,9 @@ import chess
 import numpy as np
 
 from frugalzero.chess.positions import STANDARD, Opening, odds_opening
+from frugalzero.chess.rules import game_ending
 from frugalzero.data.records import GameRecord, PlyTarget
 from frugalzero.errors import UserError
-from frugalzero.search.rules import game_ending
 from frugalzero.search.tree import SearchTree
 from frugalzero.selfplay.config import SelfPlayConfig
 

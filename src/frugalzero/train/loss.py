@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
+from frugalzero.values import value_to_wdl
+
 NEG = torch.finfo(torch.float32).min
 
 
@@ -44,10 +46,9 @@ def policy_cross_entropy(
     return -torch.where(legal, target * logp, 0.0).sum(dim=1)
 
 
-def value_to_wdl(value: torch.Tensor) -> torch.Tensor:
+def wdl_targets(value: torch.Tensor) -> torch.Tensor:
     """(N,) values in [-1, 1] -> (N, 3) win/draw/loss distributions with that expectation."""
-    v = value.clamp(-1.0, 1.0)
-    return torch.stack([v.clamp(min=0.0), 1.0 - v.abs(), (-v).clamp(min=0.0)], dim=1)
+    return torch.stack(value_to_wdl(value), dim=1)
 
 
 def blend_weights(
@@ -98,7 +99,7 @@ def value_target(z: torch.Tensor, v: torch.Tensor, lam: float) -> ValueTarget:
     wz, wv, valid = blend_weights(z, v, lam)
     z0, v0 = torch.nan_to_num(z), torch.nan_to_num(v)
     scalar = wz * z0 + wv * v0
-    wdl = wz[:, None] * value_to_wdl(z0) + wv[:, None] * value_to_wdl(v0)
+    wdl = wz[:, None] * wdl_targets(z0) + wv[:, None] * wdl_targets(v0)
     return ValueTarget(scalar, wdl, valid)
 
 

@@ -1,9 +1,15 @@
-"""When a position ends the game, for the search and for self-play.
+"""When a game is over: the one place every player, generator and search asks.
 
-The rules are python-chess's; this module only decides which endings count where. In search,
-AlphaZero-style, a position that could be claimed a draw (threefold repetition, 50-move rule)
-is a terminal draw; so is insufficient material. A mate delivered on the 100th quiet ply still
-wins (FIDE 9.3 / 5.1): mate is checked before the 50-move rule.
+The rules are python-chess's; this module only decides which draws are taken. Everywhere, a
+draw either player could claim on the board (threefold repetition, fifty moves without a capture
+or pawn move) ends the game at once, as the arbiters of engine matches do, and so does
+insufficient material. A mate delivered on the 100th quiet ply still wins (FIDE 9.3 / 5.1):
+mate is checked before the 50-move rule.
+
+Two entry points, for two kinds of position: ``game_end`` for a board with its move stack
+(matches, Stockfish's playouts), python-chess's own outcome plus those claims; ``leaf_status``
+for a search leaf or a self-play position, whose repetitions the caller counts itself (a tree's
+boards carry no move stack, and replaying one would cost more than the whole simulation).
 """
 
 from __future__ import annotations
@@ -17,6 +23,26 @@ MATE, STALEMATE, REPETITION, FIFTY_MOVES, MATERIAL = (
     "fifty-move rule",
     "insufficient material",
 )
+
+
+def game_end(board: chess.Board) -> chess.Outcome | None:
+    """How the game on ``board`` (with its move stack) has ended, or None while it goes on."""
+    outcome = board.outcome(claim_draw=False)
+    if outcome is not None:
+        return outcome
+    if board.halfmove_clock >= 100:
+        return chess.Outcome(chess.Termination.FIFTY_MOVES, None)
+    if board.is_repetition(3):
+        return chess.Outcome(chess.Termination.THREEFOLD_REPETITION, None)
+    return None
+
+
+def game_result(board: chess.Board) -> float | None:
+    """White's result (1 win, 0 draw, -1 loss) if the game on ``board`` is over, else None."""
+    outcome = game_end(board)
+    if outcome is None:
+        return None
+    return 0.0 if outcome.winner is None else (1.0 if outcome.winner else -1.0)
 
 
 def leaf_status(
