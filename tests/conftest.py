@@ -20,6 +20,18 @@ def shared_file(relative: str) -> Path:
 
 
 @pytest.fixture(scope="session")
+def stockfish() -> str:
+    """Stockfish's binary, or a clean skip where it is missing (make test installs it)."""
+    from frugalzero.errors import UserError
+    from frugalzero.expert.engine import resolve_command
+
+    try:
+        return resolve_command("stockfish")
+    except UserError:
+        pytest.skip("Stockfish is not installed (make test installs it)")
+
+
+@pytest.fixture(scope="session")
 def tiny_net():
     import torch
 

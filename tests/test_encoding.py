@@ -26,17 +26,23 @@ def planes_of(board: chess.Board) -> np.ndarray:
     return encode(frames_array(inp.frames, 1), np.array([inp.meta]))[0]
 
 
+def _identity(board: chess.Board) -> str:
+    """What makes two positions the same for repetition (FIDE 9.2): placement, side to move,
+    castling rights and a legal en-passant capture, i.e. the FEN without its clocks."""
+    return " ".join(board.fen(en_passant="legal").split()[:4])
+
+
 def reference_planes(board: chess.Board) -> np.ndarray:
     """The encoding as the AlphaZero paper describes it, one square at a time."""
     out = np.zeros((NUM_PLANES, 8, 8), dtype=np.float32)
     me = board.turn
     game = chess.Board(board.root().fen())
     positions = [game.copy(stack=False)]
-    keys = [game._transposition_key()]
+    keys = [_identity(game)]
     for move in board.move_stack:
         game.push(move)
         positions.append(game.copy(stack=False))
-        keys.append(game._transposition_key())
+        keys.append(_identity(game))
     for t in range(HISTORY):
         i = len(positions) - 1 - t
         if i < 0:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import random
-from pathlib import Path
 
 import pytest
 
@@ -32,7 +31,6 @@ from frugalzero.evaluate.match import MatchConfig, MatchResult, Tally
 from frugalzero.evaluate.pgn import GameOutcome, append_game, to_pgn
 from frugalzero.evaluate.specs import parse_spec
 
-STOCKFISH = Path("/usr/games/stockfish")
 RUNG_ELOS = [0, 300, 550, 800, 1000, 1250, 1500, 1800, 2100, 2400]
 TRUE = {f"stockfish?depth={i + 1}&elo={1350 + 100 * i}": e for i, e in enumerate(RUNG_ELOS)}
 
@@ -207,7 +205,7 @@ def test_schedule_plays_neighbours_more_than_distant_rungs():
     assert pairs == [("a", "b", 10), ("a", "c", 4), ("b", "c", 10), ("b", "d", 4), ("c", "d", 10)]
 
 
-@pytest.mark.skipif(not STOCKFISH.is_file(), reason="Stockfish not installed")
+@pytest.mark.usefixtures("stockfish")
 def test_calibration_is_resumable(tmp_path):
     names = ["random", "stockfish?depth=1&elo=1350", "stockfish?nodes=1"]
     anchor = ("stockfish?depth=1&elo=1350", 2190.0)
@@ -240,7 +238,7 @@ def test_calibration_is_resumable(tmp_path):
         run_calibration(tmp_path, CalibrationConfig(seed=5), names, anchor, progress=False)
 
 
-@pytest.mark.skipif(not STOCKFISH.is_file(), reason="Stockfish not installed")
+@pytest.mark.usefixtures("stockfish")
 def test_ladder_command_prints_one_json_object(tmp_path, capsys):
     from frugalzero.cli import main
 

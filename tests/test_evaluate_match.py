@@ -19,11 +19,6 @@ from frugalzero.evaluate.match import MatchConfig, play_match
 from frugalzero.evaluate.pgn import pgn_text_games
 from frugalzero.evaluate.sprt import SprtConfig
 
-STOCKFISH = "/usr/games/stockfish"
-needs_stockfish = pytest.mark.skipif(
-    not Path(STOCKFISH).is_file(), reason="Stockfish not installed (make test installs it)"
-)
-
 FAKE_ENGINE = """#!{python}
 # A UCI engine for tests: random legal moves; once (marker file) it dies or hangs at a 'go',
 # or (mode "startup") dies at its first 'uci' before answering.
@@ -150,7 +145,7 @@ def test_book_openings_from_an_epd_file(tmp_path):
     assert all(h["SetUp"] == "1" and h["FEN"].split(" ")[0] in starts for h in headers)
 
 
-@needs_stockfish
+@pytest.mark.usefixtures("stockfish")
 def test_random_loses_every_game_to_stockfish_1350():
     result = play_match("random", "stockfish?elo=1350", MatchConfig(games=4, concurrency=2))
     s = result.summary()
@@ -198,7 +193,7 @@ def _children_named(name: str) -> list[int]:
     return pids
 
 
-@needs_stockfish
+@pytest.mark.usefixtures("stockfish")
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs Linux /proc")
 def test_stockfish_killed_from_outside_mid_match_costs_that_game_only():
     killed, first_game = [], threading.Event()
@@ -235,7 +230,7 @@ def test_a_hanging_engine_loses_on_time_and_is_replaced(tmp_path):
     assert not second.failed and second.plies > 20
 
 
-@needs_stockfish
+@pytest.mark.usefixtures("stockfish")
 def test_sprt_stops_the_match_early():
     cfg = MatchConfig(games=60, concurrency=2, sprt=SprtConfig(0, 300))
     result = play_match("stockfish?depth=1&elo=1350", "random", cfg)

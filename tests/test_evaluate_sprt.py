@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -99,7 +98,7 @@ def test_gate_modes():
         gate("sometimes", 1, 1, 1)
 
 
-@pytest.mark.skipif(not Path("/usr/games/stockfish").is_file(), reason="Stockfish not installed")
+@pytest.mark.usefixtures("stockfish")
 def test_gate_match_plays_and_judges():
     from frugalzero.evaluate.gating import GateConfig, gate_match
     from frugalzero.evaluate.match import MatchConfig

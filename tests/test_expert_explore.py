@@ -11,19 +11,9 @@ import torch
 
 from frugalzero.cli import main
 from frugalzero.data.shards import read_shard, shard_paths
-from frugalzero.errors import UserError
-from frugalzero.expert.engine import resolve_command
 from frugalzero.expert.explore import ExploreConfig, Explorer
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 from frugalzero.nn.model import PolicyValueNet, architecture
-
-
-@pytest.fixture(scope="module")
-def stockfish() -> str:
-    try:
-        return resolve_command("stockfish")
-    except UserError:
-        pytest.skip("Stockfish is not installed (make test installs it)")
 
 
 @pytest.fixture(scope="module")

@@ -14,17 +14,9 @@ import pytest
 
 from frugalzero.chess.moves import move_to_index
 from frugalzero.errors import UserError
-from frugalzero.expert.engine import EngineConfig, resolve_command
+from frugalzero.expert.engine import EngineConfig
 from frugalzero.expert.playout import PlayoutTask
 from frugalzero.expert.pool import LabelError, PoolBroken, StockfishPool
-
-
-@pytest.fixture(scope="module")
-def stockfish() -> str:
-    try:
-        return resolve_command("stockfish")
-    except UserError:
-        pytest.skip("Stockfish is not installed (make test installs it)")
 
 
 def check_playout(record, task: PlayoutTask) -> None:

@@ -7,24 +7,13 @@ import json
 import chess
 import chess.pgn
 import numpy as np
-import pytest
 
 from conftest import shared_file
 from frugalzero.chess.moves import move_to_index
 from frugalzero.cli import main
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import read_shard, shard_paths
-from frugalzero.errors import UserError
-from frugalzero.expert.engine import resolve_command
 from frugalzero.expert.sfgames import record_to_pgn
-
-
-@pytest.fixture(scope="module")
-def stockfish() -> str:
-    try:
-        return resolve_command("stockfish")
-    except UserError:
-        pytest.skip("Stockfish is not installed (make test installs it)")
 
 
 def run_sfgames(out, *extra: str) -> dict:

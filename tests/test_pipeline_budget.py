@@ -4,7 +4,6 @@ same size."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -16,8 +15,6 @@ from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.loop import RunLoop
 from frugalzero.pipeline.state import IterationRecord
 from frugalzero.train.trainer import TrainingInterrupted
-
-STOCKFISH = Path("/usr/games/stockfish")
 
 
 def _record(k: int, generate_s: float, train_s: float, evaluate_s: float) -> IterationRecord:
@@ -71,7 +68,7 @@ def test_a_cut_iteration_has_fewer_games_and_steps():
     assert scaled(config, 0.0001).generate.games == 2  # one opening pair at least
 
 
-@pytest.mark.skipif(not STOCKFISH.is_file(), reason="Stockfish not installed")
+@pytest.mark.usefixtures("stockfish")
 def test_a_run_plays_and_trains_the_cut_iteration_and_keeps_its_size(tmp_path, monkeypatch):
     shares = iter([0.5, 0.9])  # the second would be asked only if the first were forgotten
     monkeypatch.setattr(loop_module, "fraction_left", lambda *a: next(shares))
