@@ -9,9 +9,11 @@ import chess
 import pytest
 import torch
 
+from frugalzero.chess.history import GameHistory
 from frugalzero.cli import main
 from frugalzero.data.shards import read_shard, shard_paths
 from frugalzero.expert.explore import ExploreConfig, Explorer
+from frugalzero.expert.playout import PlayoutTask
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 from frugalzero.nn.model import PolicyValueNet, architecture
 
@@ -70,8 +72,14 @@ def test_twenty_steps_give_legal_labels_in_range(stockfish, tmp_path, capsys):
     assert len(list(out.glob("explore-*.toml"))) == 1
 
 
-def greedy_moves(evaluator: Evaluator, explorer: Explorer) -> list[str]:
-    inputs = [g.history.net_input() for g in explorer._games]
+def greedy_moves(evaluator: Evaluator, tasks: list[PlayoutTask]) -> list[str]:
+    """The net's favourite move at each position a task's last move was played from."""
+    inputs = []
+    for task in tasks:
+        history = GameHistory(chess.Board(task.start_fen))
+        for uci in task.moves[:-1]:
+            history.push(chess.Move.from_uci(uci))
+        inputs.append(history.net_input())
     return [
         inp.moves[int(ev.priors.argmax())].uci()
         for inp, ev in zip(inputs, evaluator.evaluate(inputs))
@@ -86,9 +94,9 @@ def explore_lines(net, steps: int = 12, **settings) -> tuple[list[tuple[str, ...
     explorer = Explorer(evaluator, config)
     lines, deviations, moves = [], 0, 0
     for _ in range(steps):
-        greedy = greedy_moves(evaluator, explorer)
         tasks = explorer.step()
         assert len(tasks) == 8
+        greedy = greedy_moves(evaluator, tasks)
         for task, best in zip(tasks, greedy):
             lines.append(task.moves)
             deviations += task.moves[-1] != best
