@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
 import chess
 import numpy as np
 import pytest
 
+import frugalzero
 from conftest import shared_file
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
-from frugalzero.nn.evaluator import Evaluation
-from frugalzero.search import SearchConfig, SearchTree, UniformEvaluator, search, search_many
+from frugalzero.search import (
+    Evaluation,
+    SearchConfig,
+    SearchTree,
+    UniformEvaluator,
+    search,
+    search_many,
+)
 from frugalzero.search.puct import c_puct, choose_by_visits, puct_scores
 from frugalzero.search.rules import game_ending, leaf_status
 from frugalzero.search.tree import TERMINAL
@@ -48,6 +59,14 @@ class _Done:
 def quiet(**overrides) -> SearchConfig:
     """Deterministic search settings (no root noise)."""
     return SearchConfig(root_noise=False, **overrides)
+
+
+def test_search_imports_without_torch() -> None:
+    """The search is pure Python and NumPy: it takes evaluations, never the network (a fresh
+    interpreter, so other tests' imports do not count)."""
+    code = "import frugalzero.search, frugalzero.chess, sys; assert 'torch' not in sys.modules"
+    here = str(Path(frugalzero.__file__).parents[1])  # this checkout's frugalzero
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": here})
 
 
 # -- mates -------------------------------------------------------------------------------------

@@ -8,8 +8,7 @@ import pytest
 
 from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
-from frugalzero.nn.evaluator import Evaluation
-from frugalzero.search import SearchConfig, SearchTree, UniformEvaluator, search
+from frugalzero.search import Evaluation, SearchConfig, SearchTree, UniformEvaluator, search
 from frugalzero.search import gumbel as gm
 from test_search import HashEvaluator, _Done
 

@@ -15,8 +15,7 @@ from frugalzero.chess.moves import legal_mask, move_to_index
 from frugalzero.chess.positions import Opening
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import read_shard
-from frugalzero.nn.evaluator import Evaluation
-from frugalzero.search.config import SearchConfig
+from frugalzero.search import Evaluation, SearchConfig
 from frugalzero.search.rules import game_ending
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.selfplay.game import GameStart, game_starts

@@ -29,10 +29,13 @@ Values are always for the side to move at the node they belong to, in [-1, 1].
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.driver import Driver, SearchTask, search, search_many
 from frugalzero.search.tree import Node, SearchTree
+from frugalzero.search.types import Evaluates, Evaluation
 from frugalzero.search.uniform import UniformEvaluator
 
 __all__ = [
     "Driver",
+    "Evaluates",
+    "Evaluation",
     "Node",
     "SearchConfig",
     "SearchTask",

@@ -16,14 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from frugalzero.search.tree import Node, SearchTree
-
-
-class Evaluates(Protocol):
-    """What the search needs from an evaluator (``frugalzero.nn.evaluator.Evaluator`` has it):
-    ``submit(net_inputs)`` returning a handle whose ``result()`` gives objects with ``priors``
-    (over the input's legal moves) and ``value`` (for the side to move)."""
-
-    def submit(self, positions: Sequence) -> object: ...
+from frugalzero.search.types import Evaluates
 
 
 class SearchTask(Protocol):
