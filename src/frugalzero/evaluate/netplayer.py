@@ -62,14 +62,13 @@ class _Request:
     result: Played | None = None
 
     def on_search_done(self) -> bool:  # the Driver's SearchTask protocol
-        tree = self.tree
-        move = tree.best_move()
-        mate = tree.mate_in()
+        searched = self.tree.result()
+        mate = searched.mate_in
         if mate:
             score = (MATE_CP - (abs(mate) + 1) // 2) * (1 if mate > 0 else -1)
         else:
-            score = value_to_cp(tree.root_value())
-        self.result = Played(move, score, tree.max_depth, tree.started)
+            score = value_to_cp(searched.value)
+        self.result = Played(searched.best_move, score, searched.depth, searched.simulations)
         return False
 
 

@@ -31,6 +31,7 @@ from frugalzero.search.puct import (
     temperature_for_ply,
 )
 from frugalzero.search.rules import leaf_status
+from frugalzero.search.types import SearchResult
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 _NEG_INF = -math.inf
@@ -116,7 +117,6 @@ class SearchTree:
         self.target: float = 0  # simulations of the current search
         self.started = 0  # simulations begun in the current search
         self.in_flight = 0  # leaves handed out and not yet applied
-        self.nodes = 0  # nodes created by this tree
         self.max_depth = 0  # deepest leaf of the current search
         self._prepared = False
         self._gumbel: _GumbelRoot | None = None
@@ -224,67 +224,45 @@ class SearchTree:
         cycle collector could reclaim them)."""
         _dispose(self.root)
 
-    def visits(self) -> tuple[list[chess.Move], np.ndarray]:
-        """Root moves and their visit counts (all visits, reused ones included)."""
+    def result(self) -> SearchResult:
+        """The search's outcome (mid-search: a snapshot of it so far)."""
         root = self.root
+        mate_in = root.proven * root.plies if root.proven and root.state != TERMINAL else None
         if root.state != EXPANDED:
-            return [], np.zeros(0)
-        return list(root.moves), root.N.copy()
-
-    def policy(self) -> tuple[list[chess.Move], np.ndarray]:
-        """The policy target: root visit distribution, or Gumbel's improved policy."""
-        root = self.root
-        if root.state != EXPANDED:
-            return [], np.zeros(0)
-        if self.config.gumbel:
-            return list(root.moves), self._improved_policy(root)
-        total = root.N.sum()
-        if total <= 0:
-            return list(root.moves), root.P.copy()
-        return list(root.moves), root.N / total
-
-    def policy_target(self) -> tuple[np.ndarray, np.ndarray]:
-        """The policy as a training target: 4672-indices (side to move's view) of the moves with
-        probability > 0, and their probabilities (float32, summing to 1)."""
-        _, probs = self.policy()
-        keep = probs > 0
-        indices = self.root.indices[keep].astype(np.int64)
-        kept = probs[keep].astype(np.float32)
-        return indices, kept / kept.sum(dtype=np.float32)
-
-    def root_value(self) -> float:
-        """Search value of the root for its side to move, in [-1, 1]."""
-        return self.root.q
-
-    def move_q(self) -> tuple[list[chess.Move], np.ndarray]:
-        """Q of every root move from the root's side-to-move view (NaN where unvisited)."""
-        root = self.root
-        if root.state != EXPANDED:
-            return [], np.zeros(0)
+            none = np.zeros(0)
+            return SearchResult(
+                [], none, none, none, np.zeros(0, np.int64), np.zeros(0, np.float32), root.q,
+                None, [], mate_in, root.n, self.max_depth, self.started,
+            )  # fmt: skip
+        moves = list(root.moves)
         q = np.where(root.N > 0, root.Q, np.nan)
         for slot, child in enumerate(root.children):
             if child is not None and child.proven:
                 q[slot] = -child.proven
-        return list(root.moves), q
-
-    def mate_in(self) -> int | None:
-        """Plies to mate when the root is proven: positive = the side to move mates, negative =
-        it is mated (UCI's "mate N" counts moves: (plies + 1) // 2)."""
-        root = self.root
-        if root.state == TERMINAL:
-            return None
-        return root.proven * root.plies if root.proven else None
-
-    def best_move(self) -> chess.Move | None:
-        """The strongest move for play: proven wins first (fastest mate), then Gumbel's choice
-        or the most visited (ties: higher Q); never a proven loss if anything else exists."""
-        slot = self._best_slot()
-        return None if slot is None else self.root.moves[slot]
+        policy = self._policy()
+        keep = policy > 0
+        kept = policy[keep].astype(np.float32)
+        best = self._best_slot()
+        return SearchResult(
+            moves=moves,
+            visits=root.N.copy(),
+            q=q,
+            policy=policy,
+            target_indices=root.indices[keep].astype(np.int64),
+            target_probs=kept / kept.sum(dtype=np.float32),
+            value=root.q,
+            best_move=None if best is None else moves[best],
+            pv=self._pv(),
+            mate_in=mate_in,
+            nodes=root.n,
+            depth=self.max_depth,
+            simulations=self.started,
+        )
 
     def choose_move(self, ply: int | None = None) -> chess.Move | None:
         """The move to play in self-play: temperature sampling over visits for the opening plies
-        (``ply`` counted from the game's start), else ``best_move``. Gumbel plays the action
-        sequential halving selected (its noise already made the choice stochastic)."""
+        (``ply`` counted from the game's start), else the result's ``best_move``. Gumbel plays
+        the action sequential halving selected (its noise already made the choice stochastic)."""
         root = self.root
         if root.state != EXPANDED:
             return None
@@ -295,25 +273,12 @@ class SearchTree:
             ply, cfg.temperature, cfg.temperature_plies, cfg.final_temperature
         )
         if cfg.gumbel or root.proven or tau <= 0:
-            return self.best_move()
+            best = self._best_slot()
+            return None if best is None else root.moves[best]
         visits = root.N.copy()
         if root.block is not None and np.isfinite(root.block).any():
             visits[~np.isfinite(root.block)] = 0.0  # never sample a move proven to lose
         return root.moves[choose_by_visits(visits, tau, self.rng)]
-
-    def pv(self, limit: int = 64) -> list[chess.Move]:
-        """Principal variation: proven-best or most-visited child, down the tree."""
-        line: list[chess.Move] = []
-        node = self.root
-        while node.state == EXPANDED and len(line) < limit:
-            slot = _best_child(node)
-            if slot is None:
-                break
-            line.append(node.moves[slot])
-            node = node.children[slot]
-            if node is None:
-                break
-        return line
 
     # -- internals ----------------------------------------------------------------------------
     def _new_root(self, node: Node | None) -> None:
@@ -326,7 +291,6 @@ class SearchTree:
             node.key = position_key(board)
             node.reps = history.repetitions
             node.frame = before[0]
-            self.nodes += 1
             moves = list(board.legal_moves)  # only mate and stalemate leave nothing to search
             if not moves:
                 node.state = TERMINAL
@@ -424,7 +388,6 @@ class SearchTree:
         board = parent.board.copy(stack=False)
         board.push(parent.moves[slot])
         node = Node(board, parent, slot)
-        self.nodes += 1
         key = position_key(board)
         node.key = key
         reps = 0
@@ -555,6 +518,30 @@ class SearchTree:
             cfg.c_scale,
             cfg.gumbel_rescale,
         )
+
+    def _policy(self) -> np.ndarray:
+        """The policy target over the (expanded) root's moves."""
+        root = self.root
+        if self.config.gumbel:
+            return self._improved_policy(root)
+        total = root.N.sum()
+        if total <= 0:
+            return root.P.copy()
+        return root.N / total
+
+    def _pv(self, limit: int = 64) -> list[chess.Move]:
+        """Principal variation: proven-best or most-visited child, down the tree."""
+        line: list[chess.Move] = []
+        node = self.root
+        while node.state == EXPANDED and len(line) < limit:
+            slot = _best_child(node)
+            if slot is None:
+                break
+            line.append(node.moves[slot])
+            node = node.children[slot]
+            if node is None:
+                break
+        return line
 
     def _best_slot(self) -> int | None:
         root = self.root
