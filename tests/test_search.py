@@ -266,6 +266,28 @@ def test_tree_reuse_keeps_the_subtree() -> None:
     assert fresh.result().nodes == 0 and fresh.result().moves == []
 
 
+def test_follow_keeps_the_tree_along_the_game_and_restarts_otherwise() -> None:
+    tree = SearchTree(chess.Board(), quiet(), seed=0)
+    result = search(tree, HashEvaluator(), 400)
+    assert tree.follow(chess.Board()) and tree.result().nodes == result.nodes  # no new moves
+    game = chess.Board()
+    for move in result.pv[:2]:
+        game.push(move)
+    assert tree.follow(game)  # two plies on: the searched grandchild is the root now
+    assert tree.board.move_stack == result.pv[:2] and tree.result().nodes > 1
+    assert not tree.follow(GameHistory(game.copy(stack=False)))  # same position, new game
+    assert tree.board.move_stack == [] and tree.result().nodes == 0
+    search(tree, HashEvaluator(), 50)
+    on = chess.Board(game.fen())
+    on.push_uci("a2a3")  # that new game goes on
+    assert tree.follow(on) and tree.board.move_stack == on.move_stack
+    other = chess.Board()
+    other.push_uci("a2a3")  # a game that did not go through this tree's moves
+    assert not tree.follow(other)
+    assert tree.board.move_stack == other.move_stack and tree.result().nodes == 0
+    assert search(tree, HashEvaluator(), 30).nodes == 31
+
+
 def test_advance_rejects_illegal_moves() -> None:
     tree = SearchTree(chess.Board(), quiet(), seed=0)
     search(tree, UniformEvaluator(), 20)

@@ -126,23 +126,13 @@ class NetSearcher:
 
     # -- helpers ------------------------------------------------------------------------------
     def _tree_for(self, request: SearchRequest) -> SearchTree:
-        """Reuse the last tree when the requested game continues it, else start afresh."""
-        history = request.history
-        config = SearchConfig(leaves_per_gather=self.batch).for_play()
-        tree = self.tree
-        if tree is not None:
-            old, new = tree.board, history.board
-            played = new.move_stack
-            known = old.move_stack
-            same_root = old.root() == new.root()
-            if same_root and played[: len(known)] == known and len(played) >= len(known):
-                try:
-                    for move in played[len(known) :]:
-                        tree.advance(move)
-                    return tree
-                except ValueError:
-                    pass
-        self.tree = SearchTree(history, config, rng=self.rng)
+        """The last tree, following the requested game (tree reuse when it continues the
+        last one); a new tree after ``ucinewgame`` or a new batch size."""
+        if self.tree is None:
+            config = SearchConfig(leaves_per_gather=self.batch).for_play()
+            self.tree = SearchTree(request.history, config, rng=self.rng)
+        else:
+            self.tree.follow(request.history)
         return self.tree
 
     def _pick(self, result: SearchResult, request: SearchRequest) -> chess.Move:

@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 import queue
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import chess
 import numpy as np
@@ -144,7 +144,6 @@ class NetEngine:
                 if r.result is None:
                     still.append(r)
                 else:
-                    r.seat.finish(r)
                     r.loop.call_soon_threadsafe(_set_result, r.future, r.result)
             active = still
 
@@ -178,25 +177,19 @@ def _set_exception(future: asyncio.Future, exc: BaseException) -> None:
         future.set_exception(exc)
 
 
-@dataclass
-class _TreeState:
-    tree: object = None
-    moves: list[chess.Move] = field(default_factory=list)
-
-
 class NetSeat(Player):
     """One game seat of a net engine; keeps its search tree from move to move."""
 
     def __init__(self, engine: NetEngine) -> None:
         super().__init__(engine.spec)
         self.engine = engine
-        self._state = _TreeState()
+        self.tree = None
 
     async def start(self) -> None:
         await asyncio.to_thread(self.engine.start)
 
     async def new_game(self, seed: int) -> None:
-        self._state = _TreeState()
+        self.tree = None
 
     async def play(self, board: chess.Board) -> Played:
         loop = asyncio.get_running_loop()
@@ -205,27 +198,15 @@ class NetSeat(Player):
         return await future
 
     def tree_for(self, board: chess.Board):
-        """This game's tree advanced to ``board`` (a new one if the game does not continue
-        the moves the tree has seen)."""
+        """This game's tree at ``board``, following the moves played since the last search
+        (tree reuse)."""
         from frugalzero.search import SearchTree
 
-        state = self._state
-        stack = board.move_stack
-        known = state.moves
-        if state.tree is None or stack[: len(known)] != known:
-            state.tree = SearchTree(board, self.engine.search_config)
-            state.moves = list(stack)
-            return state.tree
-        for move in stack[len(known) :]:
-            state.tree.advance(move)
-        state.moves = list(stack)
-        return state.tree
-
-    def finish(self, req: _Request) -> None:
-        """Keep the subtree of the move about to be played."""
-        if req.result is not None and req.result.move is not None:
-            self._state.tree.advance(req.result.move)
-            self._state.moves.append(req.result.move)
+        if self.tree is None:
+            self.tree = SearchTree(board, self.engine.search_config)
+        else:
+            self.tree.follow(board)
+        return self.tree
 
     async def close(self) -> None:
         pass

@@ -99,7 +99,8 @@ class Node:
 
 
 class SearchTree:
-    """Search state of one game; ``advance(move)`` keeps the played move's subtree."""
+    """Search state of one game; ``advance(move)`` keeps the played move's subtree and
+    ``follow(game)`` catches up with the moves a game played since."""
 
     def __init__(
         self,
@@ -108,19 +109,11 @@ class SearchTree:
         rng: np.random.Generator | None = None,
         seed: int | None = None,
     ) -> None:
-        if history is None or isinstance(history, chess.Board):
-            history = _history_of(history or chess.Board())
         self.config = config or SearchConfig()
         self.rng = rng if rng is not None else np.random.default_rng(seed)
-        self.history = history.copy()
         self.generation = 0  # one per search: frozen distributions belong to one search
-        self.target: float = 0  # simulations of the current search
-        self.started = 0  # simulations begun in the current search
         self.in_flight = 0  # leaves handed out and not yet applied
-        self.max_depth = 0  # deepest leaf of the current search
-        self._prepared = False
-        self._gumbel: _GumbelRoot | None = None
-        self._new_root(None)
+        self._begin(history if history is not None else chess.Board())
 
     # -- public API ---------------------------------------------------------------------------
     @property
@@ -215,9 +208,27 @@ class SearchTree:
             root.children[keep.slot] = None
         _dispose(root)
         self._new_root(keep)
-        self.target = self.started = 0
-        self._gumbel = None
-        self._prepared = False
+
+    def follow(self, game: GameHistory | chess.Board) -> bool:
+        """Bring the root to ``game``'s position. A game that continues this tree's (the same
+        start, this tree's moves first) is followed move by move with ``advance``, so the
+        subtree of the position reached is kept: True. Any other game starts the tree afresh
+        from ``game``: False."""
+        if self.in_flight:
+            raise RuntimeError("follow() while leaves are still being evaluated")
+        board = game.board if isinstance(game, GameHistory) else game
+        known, played = self.board.move_stack, board.move_stack
+        if played[: len(known)] == known and len(played) >= len(known):
+            if board.root() == self.board.root():
+                try:
+                    for move in played[len(known) :]:
+                        self.advance(move)
+                    return True
+                except ValueError:  # a move the tree cannot play: start afresh
+                    pass
+        _dispose(self.root)
+        self._begin(game)
+        return False
 
     def close(self) -> None:
         """Free the tree now (nodes link to their parents, so without this only Python's
@@ -281,7 +292,19 @@ class SearchTree:
         return root.moves[choose_by_visits(visits, tau, self.rng)]
 
     # -- internals ----------------------------------------------------------------------------
+    def _begin(self, game: GameHistory | chess.Board) -> None:
+        """A new tree at ``game``'s position."""
+        self.history = game.copy() if isinstance(game, GameHistory) else _history_of(game)
+        self._new_root(None)
+
     def _new_root(self, node: Node | None) -> None:
+        """Make ``node`` (a kept subtree) or a new node for the history's position the root;
+        no search is running on it yet."""
+        self.target: float = 0  # simulations of the current search
+        self.started = 0  # simulations begun in the current search
+        self.max_depth = 0  # deepest leaf of the current search
+        self._gumbel: _GumbelRoot | None = None
+        self._prepared = False
         history = self.history
         before = history.frames()  # newest first: the root's frame, then earlier positions
         self._pre_root = before[1:]
