@@ -26,7 +26,7 @@ from frugalzero.search import (
     search,
     search_many,
 )
-from frugalzero.search.puct import c_puct, choose_by_visits, puct_scores
+from frugalzero.search.puct import c_puct, choose_by_visits, fpu_value, puct_scores
 from frugalzero.search.rules import game_ending, leaf_status
 
 
@@ -185,6 +185,9 @@ def test_root_noise_touches_legal_moves_only() -> None:
 # -- PUCT maths and reproducibility --------------------------------------------------------------
 def test_puct_formula() -> None:
     assert c_puct(0, 1.25, 19652) == pytest.approx(1.25 + math.log(19653 / 19652))
+    assert fpu_value("reduction", 0.25, 0.1, 0.64) == pytest.approx(0.1 - 0.25 * 0.8)
+    assert fpu_value("reduction", 0.25, 0.1, -1e-17) == 0.1  # rounding cannot break the sqrt
+    assert fpu_value("absolute", -1.0, 0.1, 0.64) == -1.0
     priors = np.array([0.5, 0.3, 0.2])
     visits = np.array([3.0, 0.0, 1.0])
     q = np.array([0.1, 0.0, -0.2])

@@ -46,10 +46,12 @@ def test_completed_q_sigma_and_improved_policy() -> None:
     expected = np.exp(logits + sig) / np.exp(logits + sig).sum()
     assert pi == pytest.approx(expected)
     assert gm.mixed_value(0.3, priors, np.zeros(3), q) == 0.3  # nothing visited: the net value
-    # the interior rule visits where pi' exceeds the visit share
-    assert gm.interior_select(logits, 0.1, priors, visits, q, 50.0, 1.0) == int(
-        np.argmax(pi - visits / (1 + visits.sum()))
-    )
+    # the interior rule visits where pi' exceeds the visit share, never a blocked move
+    share = pi - visits / (1 + visits.sum())
+    assert gm.interior_select(pi, visits) == int(np.argmax(share))
+    block = np.zeros(3)
+    block[int(np.argmax(share))] = -np.inf
+    assert gm.interior_select(pi, visits, block) == int(np.argmax(share + block))
 
 
 @pytest.mark.parametrize("sims", [8, 16])

@@ -28,6 +28,8 @@ from frugalzero.search.config import SearchConfig
 from frugalzero.search.puct import (
     choose_by_visits,
     dirichlet_mix,
+    fpu_value,
+    puct_scores,
     temperature_for_ply,
 )
 from frugalzero.search.rules import leaf_status
@@ -352,8 +354,7 @@ class SearchTree:
         nscl = cfg.nscl
         gumbel = cfg.gumbel
         c_init, c_base = cfg.c_init, cfg.c_base
-        absolute = cfg.fpu_mode == "absolute"
-        fpu_value = cfg.fpu_value
+        fpu_mode, fpu_setting = cfg.fpu_mode, cfg.fpu_value
         while True:
             state = node.state
             if state != EXPANDED or (node.proven and node is not root):
@@ -371,16 +372,11 @@ class SearchTree:
                 if node is root:
                     slot = self._gumbel.select(root, cfg)
                 else:
-                    slot = self._gumbel_interior(node, cfg)
+                    slot = gm.interior_select(self._improved_policy(node), N, node.block)
             else:
                 n = node.n
-                cs = (c_init + math.log((n + c_base + 1.0) / c_base)) * math.sqrt(n)
-                if absolute:
-                    fpu = fpu_value
-                else:
-                    fpu = node.w / n - fpu_value * math.sqrt(node.visited_p)
-                scores = node.P * cs / (N + 1.0)
-                scores += np.where(N > 0, node.Q, fpu)
+                fpu = fpu_value(fpu_mode, fpu_setting, node.w / n, node.visited_p)
+                scores = puct_scores(node.P, N, node.Q, n, c_init, c_base, fpu)
                 if node.block is not None:
                     scores += node.block
                 slot = int(scores.argmax())
@@ -509,25 +505,8 @@ class SearchTree:
         node.frozen_gen = self.generation
         return True
 
-    def _gumbel_interior(self, node: Node, cfg: SearchConfig) -> int:
-        if node.logits is None:
-            node.logits = gm.logits_from_priors(node.raw)
-        pi = gm.improved_policy(
-            node.logits,
-            node.value,
-            node.raw,
-            node.N,
-            node.Q,
-            cfg.c_visit,
-            cfg.c_scale,
-            cfg.gumbel_rescale,
-        )
-        scores = pi - node.N / (1.0 + node.N.sum())
-        if node.block is not None:
-            scores += node.block
-        return int(scores.argmax())
-
     def _improved_policy(self, node: Node) -> np.ndarray:
+        """Gumbel's pi' at an expanded node: the root's policy target, the interior's prior."""
         cfg = self.config
         if node.logits is None:
             node.logits = gm.logits_from_priors(node.raw)
