@@ -17,6 +17,7 @@ import chess
 import numpy as np
 
 from frugalzero.search import SearchConfig, SearchResult, SearchTree, search
+from frugalzero.search.puct import choose_by_visits
 from frugalzero.uci import Option, SearchRequest
 
 INFO_INTERVAL = 0.5  # seconds between info lines
@@ -143,8 +144,7 @@ class NetSearcher:
                 visits = np.where(allowed, visits, -1)
                 return moves[int(np.argmax(visits))]
         if self.temperature > 0 and visits.sum() > 0 and not result.mate_in:
-            weights = visits ** (1.0 / self.temperature)
-            return moves[int(self.rng.choice(len(moves), p=weights / weights.sum()))]
+            return moves[choose_by_visits(visits, self.temperature, self.rng)]
         move = result.best_move
         return move if move is not None else next(iter(request.history.board.legal_moves))
 
