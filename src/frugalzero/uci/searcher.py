@@ -18,7 +18,7 @@ import numpy as np
 
 from frugalzero.search import SearchConfig, SearchResult, SearchTree, search
 from frugalzero.search.puct import choose_by_visits
-from frugalzero.uci import Option, SearchRequest
+from frugalzero.uci.protocol import Option, SearchRequest
 
 INFO_INTERVAL = 0.5  # seconds between info lines
 
@@ -39,7 +39,7 @@ def value_to_cp(value: float) -> int:
 
 
 class NetSearcher:
-    """Implements ``frugalzero.uci.Searcher`` with a network file and ``SearchTree``."""
+    """Implements ``frugalzero.uci.protocol.Searcher`` with a network file and ``SearchTree``."""
 
     def __init__(self, net: str, default_nodes: int = 400, seed: int = 0) -> None:
         self.net_spec = net
