@@ -24,13 +24,13 @@ from frugalzero.config import from_dict, parse_override
 from frugalzero.errors import UserError
 from frugalzero.evaluate.engines import MATE_CP, Played, Player, value_to_cp
 from frugalzero.evaluate.specs import EngineSpec
+from frugalzero.search import Driver, SearchConfig, SearchTree
+from frugalzero.search.config import PLAY_SETTINGS
 
 
 def net_configs(spec: EngineSpec, seats: int):
     """(SearchConfig, EvaluatorConfig) from the spec's keys; a typo is a one-line error."""
     from frugalzero.nn.evaluator import EvaluatorConfig
-    from frugalzero.search import SearchConfig
-    from frugalzero.search.config import PLAY_SETTINGS
 
     search_fields = {f.name for f in dataclasses.fields(SearchConfig)}
     eval_fields = {f.name for f in dataclasses.fields(EvaluatorConfig)}
@@ -58,7 +58,7 @@ class _Request:
     board: chess.Board
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
-    tree: object = None
+    tree: SearchTree | None = None
     result: Played | None = None
 
     def on_search_done(self) -> bool:  # the Driver's SearchTask protocol
@@ -110,8 +110,6 @@ class NetEngine:
         self._requests.put(req)
 
     def _serve(self) -> None:
-        from frugalzero.search import Driver
-
         self.driver = driver = Driver(self.evaluator)
         active: list[_Request] = []
         while True:
@@ -183,7 +181,7 @@ class NetSeat(Player):
     def __init__(self, engine: NetEngine) -> None:
         super().__init__(engine.spec)
         self.engine = engine
-        self.tree = None
+        self.tree: SearchTree | None = None
 
     async def start(self) -> None:
         await asyncio.to_thread(self.engine.start)
@@ -197,11 +195,9 @@ class NetSeat(Player):
         self.engine.request(_Request(self, board.copy(), loop, future))
         return await future
 
-    def tree_for(self, board: chess.Board):
+    def tree_for(self, board: chess.Board) -> SearchTree:
         """This game's tree at ``board``, following the moves played since the last search
         (tree reuse)."""
-        from frugalzero.search import SearchTree
-
         if self.tree is None:
             self.tree = SearchTree(board, self.engine.search_config)
         else:
