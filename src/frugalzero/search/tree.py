@@ -240,33 +240,35 @@ class SearchTree:
     def result(self) -> SearchResult:
         """The search's outcome (mid-search: a snapshot of it so far)."""
         root = self.root
-        mate_in = root.proven * root.plies if root.proven and root.state != TERMINAL else None
-        if root.state != EXPANDED:
-            none = np.zeros(0)
-            return SearchResult(
-                [], none, none, none, np.zeros(0, np.int64), np.zeros(0, np.float32), root.q,
-                None, [], mate_in, root.n, self.max_depth, self.started,
-            )  # fmt: skip
-        moves = list(root.moves)
-        q = np.where(root.N > 0, root.Q, np.nan)
-        for slot, child in enumerate(root.children):
-            if child is not None and child.proven:
-                q[slot] = -child.proven
-        policy = self._policy()
-        keep = policy > 0
-        kept = policy[keep].astype(np.float32)
-        best = self._best_slot()
+        moves: list[chess.Move] = []
+        visits = q = policy = np.zeros(0)
+        indices, probs = np.zeros(0, np.int64), np.zeros(0, np.float32)
+        best = None
+        if root.state == EXPANDED:
+            moves = list(root.moves)
+            visits = root.N.copy()
+            q = np.where(root.N > 0, root.Q, np.nan)
+            for slot, child in enumerate(root.children):
+                if child is not None and child.proven:
+                    q[slot] = -child.proven
+            policy = self._policy()
+            keep = policy > 0
+            indices = root.indices[keep].astype(np.int64)
+            probs = policy[keep].astype(np.float32)
+            probs /= probs.sum(dtype=np.float32)
+            slot = self._best_slot()
+            best = None if slot is None else moves[slot]
         return SearchResult(
             moves=moves,
-            visits=root.N.copy(),
+            visits=visits,
             q=q,
             policy=policy,
-            target_indices=root.indices[keep].astype(np.int64),
-            target_probs=kept / kept.sum(dtype=np.float32),
+            target_indices=indices,
+            target_probs=probs,
             value=root.q,
-            best_move=None if best is None else moves[best],
+            best_move=best,
             pv=self._pv(),
-            mate_in=mate_in,
+            mate_in=root.proven * root.plies if root.proven and root.state != TERMINAL else None,
             nodes=root.n,
             depth=self.max_depth,
             simulations=self.started,
