@@ -3,21 +3,31 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
 import chess
 import numpy as np
 import pytest
 
+import frugalzero
 from conftest import shared_file
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
 from frugalzero.chess.rules import game_ending, leaf_status
-from frugalzero.nn.evaluator import Evaluation
-from frugalzero.search import SearchConfig, SearchTree, UniformEvaluator, search, search_many
-from frugalzero.search.puct import c_puct, choose_by_visits, puct_scores
-from frugalzero.search.tree import TERMINAL
+from frugalzero.search import (
+    Evaluation,
+    SearchConfig,
+    SearchTree,
+    UniformEvaluator,
+    search,
+    search_many,
+)
+from frugalzero.search.puct import c_puct, choose_by_visits, fpu_value, puct_scores
 
 
 class HashEvaluator:
@@ -50,6 +60,14 @@ def quiet(**overrides) -> SearchConfig:
     return SearchConfig(root_noise=False, **overrides)
 
 
+def test_search_imports_without_torch() -> None:
+    """The search is pure Python and NumPy: it takes evaluations, never the network (a fresh
+    interpreter, so other tests' imports do not count)."""
+    code = "import frugalzero.search, frugalzero.chess, sys; assert 'torch' not in sys.modules"
+    here = str(Path(frugalzero.__file__).parents[1])  # this checkout's frugalzero
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": here})
+
+
 # -- mates -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "fen",
@@ -62,12 +80,13 @@ def quiet(**overrides) -> SearchConfig:
 def test_mate_in_one_is_found_and_played(fen: str) -> None:
     board = chess.Board(fen)
     tree = SearchTree(board, SearchConfig(), seed=1)  # default settings, noise included
-    search(tree, UniformEvaluator(), 2000)
-    move = tree.best_move()
+    result = search(tree, UniformEvaluator(), 2000)
+    move = result.best_move
     board.push(move)
     assert board.is_checkmate()
-    assert tree.mate_in() == 1
-    assert tree.started < 2000  # the proof ends the search early
+    assert result.mate_in == 1 and result.value == 1.0
+    assert result.pv == [move]
+    assert result.simulations < 2000  # the proof ends the search early
     assert tree.choose_move(0) == move  # even at temperature 1 the mate is played
 
 
@@ -103,9 +122,10 @@ def test_mate_in_two_on_wac_dm2_positions() -> None:
     for line in lines:
         board, ops = chess.Board.from_epd(line)
         tree = SearchTree(board, config, seed=0)
-        search(tree, evaluator, 20000)
-        move = tree.best_move()
-        assert tree.mate_in() == 3, ops["id"]
+        result = search(tree, evaluator, 20000)
+        move = result.best_move
+        assert result.mate_in == 3, ops["id"]
+        assert len(result.pv) == 3 and result.pv[0] == move
         assert _forces_mate_in_two(board, move), (ops["id"], move)
         assert move in ops["bm"], (ops["id"], board.san(move))
 
@@ -113,10 +133,11 @@ def test_mate_in_two_on_wac_dm2_positions() -> None:
 def test_proven_loss_is_reported_and_resisted() -> None:
     board = chess.Board("7k/R7/6K1/8/8/8/8/8 b - - 0 1")  # Black's only move Kg8 allows Ra8#
     tree = SearchTree(board, quiet(fpu_value=0.0), seed=0)
-    search(tree, UniformEvaluator(), 500)
-    assert tree.mate_in() == -2
-    assert tree.root_value() == -1.0
-    assert tree.best_move() == chess.Move.from_uci("h8g8")
+    result = search(tree, UniformEvaluator(), 500)
+    assert result.mate_in == -2
+    assert result.value == -1.0
+    assert result.best_move == chess.Move.from_uci("h8g8")
+    assert result.q.tolist() == [-1.0]  # the only move, proven to lose
 
 
 # -- legality and noise --------------------------------------------------------------------------
@@ -126,20 +147,23 @@ def test_no_illegal_move_is_ever_chosen() -> None:
     for board in random_boards(12, seed=7, max_plies=120):
         config = SearchConfig(leaves_per_gather=4, nscl=float(rng.integers(2, 20)))
         tree = SearchTree(board, config, seed=int(rng.integers(1 << 30)))
-        search(tree, evaluator, 150)
-        moves, visits = tree.visits()
+        result = search(tree, evaluator, 150)
         legal = set(board.legal_moves)
-        assert set(moves) == legal
-        assert visits.sum() == tree.root.n - 1
-        assert tree.best_move() in legal
+        assert set(result.moves) == legal
+        assert result.visits.sum() == result.nodes - 1 == result.simulations
+        assert result.policy == pytest.approx(result.visits / result.visits.sum())
+        assert result.best_move in legal
         assert tree.choose_move(0) in legal
         replay = board.copy()
-        for move in tree.pv():
+        for move in result.pv:
             assert replay.is_legal(move)
             replay.push(move)
-        indices, probs = tree.policy_target()
-        assert legal_mask(board)[indices].all()
-        assert probs.sum() == pytest.approx(1.0, abs=1e-6)
+        assert 1 <= len(result.pv) <= result.depth + 1  # + the prior's pick at an expanded leaf
+        assert legal_mask(board)[result.target_indices].all()
+        assert result.target_probs.sum() == pytest.approx(1.0, abs=1e-6)
+        assert len(result.target_indices) == (result.visits > 0).sum()
+        visited = result.visits > 0
+        assert np.isnan(result.q[~visited]).all() and (np.abs(result.q[visited]) <= 1).all()
 
 
 def test_root_noise_touches_legal_moves_only() -> None:
@@ -161,6 +185,9 @@ def test_root_noise_touches_legal_moves_only() -> None:
 # -- PUCT maths and reproducibility --------------------------------------------------------------
 def test_puct_formula() -> None:
     assert c_puct(0, 1.25, 19652) == pytest.approx(1.25 + math.log(19653 / 19652))
+    assert fpu_value("reduction", 0.25, 0.1, 0.64) == pytest.approx(0.1 - 0.25 * 0.8)
+    assert fpu_value("reduction", 0.25, 0.1, -1e-17) == 0.1  # rounding cannot break the sqrt
+    assert fpu_value("absolute", -1.0, 0.1, 0.64) == -1.0
     priors = np.array([0.5, 0.3, 0.2])
     visits = np.array([3.0, 0.0, 1.0])
     q = np.array([0.1, 0.0, -0.2])
@@ -189,8 +216,9 @@ def test_play_settings_are_deterministic() -> None:
     moves = set()
     for seed in range(3):
         tree = SearchTree(board, SearchConfig().for_play(), seed=seed)
-        search(tree, HashEvaluator(), 100)
-        moves.add(tree.choose_move(0))
+        result = search(tree, HashEvaluator(), 100)
+        assert tree.choose_move(0) == result.best_move
+        moves.add(result.best_move)
     assert len(moves) == 1
 
 
@@ -199,12 +227,10 @@ def test_same_seed_same_search() -> None:
     counts = []
     for _ in range(2):
         tree = SearchTree(board, SearchConfig(nscl=10), seed=42)
-        search(tree, HashEvaluator(), 300)
-        counts.append(tree.visits()[1])
+        counts.append(search(tree, HashEvaluator(), 300).visits)
     assert np.array_equal(counts[0], counts[1])
     other = SearchTree(board, SearchConfig(nscl=10), seed=43)
-    search(other, HashEvaluator(), 300)
-    assert not np.array_equal(counts[0], other.visits()[1])
+    assert not np.array_equal(counts[0], search(other, HashEvaluator(), 300).visits)
 
 
 def test_many_trees_batched_equal_one_at_a_time() -> None:
@@ -213,35 +239,56 @@ def test_many_trees_batched_equal_one_at_a_time() -> None:
     alone = []
     for i, board in enumerate(boards):
         tree = SearchTree(board, SearchConfig(), seed=i)
-        search(tree, HashEvaluator(), 100, in_flight=1)  # one leaf at a time, as in a batch
-        alone.append(tree.visits()[1])
+        # one leaf at a time, as in a batch
+        alone.append(search(tree, HashEvaluator(), 100, in_flight=1).visits)
     evaluator = HashEvaluator()
     trees = [SearchTree(board, SearchConfig(), seed=i) for i, board in enumerate(boards)]
-    search_many(trees, evaluator, 100, groups=2)
-    for tree, counts in zip(trees, alone):
-        assert np.array_equal(tree.visits()[1], counts)
-        assert tree.started == 100
+    results = search_many(trees, evaluator, 100, groups=2)
+    for result, counts in zip(results, alone):
+        assert np.array_equal(result.visits, counts)
+        assert result.simulations == 100
 
 
 # -- tree reuse ----------------------------------------------------------------------------------
 def test_tree_reuse_keeps_the_subtree() -> None:
     board = chess.Board()
     tree = SearchTree(board, quiet(), seed=0)
-    search(tree, HashEvaluator(), 400)
-    moves, visits = tree.visits()
-    move = moves[int(np.argmax(visits))]
-    child = tree.root.children[moves.index(move)]
-    kept = child.n
+    result = search(tree, HashEvaluator(), 400)
+    move = result.best_move
+    kept = result.visits[result.moves.index(move)]
+    reply = result.pv[1]
     tree.advance(move)
-    assert tree.root is child and tree.root.parent is None
-    assert tree.root.n == kept > 1
     assert tree.board.move_stack == [move]
-    search(tree, HashEvaluator(), 100)
-    assert tree.root.n == kept + 100
+    after = tree.result()
+    assert after.nodes == kept > 1 and after.simulations == 0
+    assert after.best_move == reply  # the subtree's statistics came along
+    assert search(tree, HashEvaluator(), 100).nodes == kept + 100
     fresh = SearchTree(board, SearchConfig(reuse_tree=False, root_noise=False), seed=0)
     search(fresh, HashEvaluator(), 50)
     fresh.advance(move)
-    assert fresh.root.n == 0
+    assert fresh.result().nodes == 0 and fresh.result().moves == []
+
+
+def test_follow_keeps_the_tree_along_the_game_and_restarts_otherwise() -> None:
+    tree = SearchTree(chess.Board(), quiet(), seed=0)
+    result = search(tree, HashEvaluator(), 400)
+    assert tree.follow(chess.Board()) and tree.result().nodes == result.nodes  # no new moves
+    game = chess.Board()
+    for move in result.pv[:2]:
+        game.push(move)
+    assert tree.follow(game)  # two plies on: the searched grandchild is the root now
+    assert tree.board.move_stack == result.pv[:2] and tree.result().nodes > 1
+    assert not tree.follow(GameHistory(game.copy(stack=False)))  # same position, new game
+    assert tree.board.move_stack == [] and tree.result().nodes == 0
+    search(tree, HashEvaluator(), 50)
+    on = chess.Board(game.fen())
+    on.push_uci("a2a3")  # that new game goes on
+    assert tree.follow(on) and tree.board.move_stack == on.move_stack
+    other = chess.Board()
+    other.push_uci("a2a3")  # a game that did not go through this tree's moves
+    assert not tree.follow(other)
+    assert tree.board.move_stack == other.move_stack and tree.result().nodes == 0
+    assert search(tree, HashEvaluator(), 30).nodes == 31
 
 
 def test_advance_rejects_illegal_moves() -> None:
@@ -259,10 +306,10 @@ def test_unbounded_search_stops_on_flag() -> None:
         calls["n"] += 1
         return tree.started >= 300
 
-    search(tree, UniformEvaluator(), 0, stop=stop)
-    assert 300 <= tree.started < 400
+    result = search(tree, UniformEvaluator(), 0, stop=stop)
+    assert 300 <= result.simulations < 400
     assert tree.in_flight == 0
-    assert tree.best_move() in set(chess.Board().legal_moves)
+    assert result.best_move in set(chess.Board().legal_moves)
 
 
 # -- draw rules ----------------------------------------------------------------------------------
@@ -284,21 +331,31 @@ def test_threefold_repetition_ends_the_game() -> None:
     assert game_ending(once.board, once.repetitions) == (None, None)
 
 
+def _drawn_in_search(start: GameHistory | chess.Board, **config) -> tuple[set[str], int]:
+    """Visit every root move once, everything valued 0.5 for the side to move: the moves whose
+    position the search scores as a draw by rule (Q exactly 0, no network call), and how many
+    positions went to the evaluator."""
+    board = start.board if isinstance(start, GameHistory) else start
+    moves = board.legal_moves.count()
+    # an absolute first-play urgency of 1 tries every unvisited move before any second visit
+    tree = SearchTree(start, quiet(fpu_mode="absolute", fpu_value=1.0, **config))
+    evaluator = UniformEvaluator(value=0.5)
+    result = search(tree, evaluator, moves)
+    assert (result.visits == 1).all()
+    assert set(result.q.tolist()) <= {0.0, -0.5}
+    return {m.uci() for m, q in zip(result.moves, result.q) if q == 0.0}, evaluator.positions
+
+
 def test_repetition_is_a_draw_inside_the_search() -> None:
     """After the shuffle was played once, playing it again in the tree reaches a threefold."""
     history = _history(chess.STARTING_FEN, SHUFFLE + SHUFFLE[:3])  # Black to play f6g8
-    tree = SearchTree(history, quiet(), seed=0)
-    search(tree, UniformEvaluator(), 50)
-    slot = tree.root.moves.index(chess.Move.from_uci("f6g8"))
-    child = tree.root.children[slot]
-    if child is None:  # make sure it was created
-        child = tree._make_child(tree.root, slot)
-    assert child.state == TERMINAL and child.ending == "repetition" and child.value == 0.0
+    drawn, evaluated = _drawn_in_search(history)
+    assert drawn == {"f6g8"}
+    assert evaluated == history.board.legal_moves.count()  # the root, and every move but one
     # twofold setting: the first repetition already counts
-    early = SearchTree(_history(chess.STARTING_FEN, SHUFFLE[:3]), quiet(draw_repetitions=2))
-    search(early, UniformEvaluator(), 10)
-    node = early._make_child(early.root, early.root.moves.index(chess.Move.from_uci("f6g8")))
-    assert node.state == TERMINAL and node.ending == "repetition"
+    assert _drawn_in_search(_history(chess.STARTING_FEN, SHUFFLE[:3]))[0] == set()
+    early = _history(chess.STARTING_FEN, SHUFFLE[:3])
+    assert _drawn_in_search(early, draw_repetitions=2)[0] == {"f6g8"}
 
 
 def test_fifty_move_rule_and_mate_on_the_last_move() -> None:
@@ -313,8 +370,8 @@ def test_fifty_move_rule_and_mate_on_the_last_move() -> None:
     assert game_ending(mate, 0) == ("checkmate", 1.0)
     # in search, the clock-ending move is a draw, the mating one a win
     tree = SearchTree(chess.Board("k7/8/1K6/8/8/8/8/7R w - - 99 80"), quiet(), seed=0)
-    search(tree, UniformEvaluator(), 200)
-    assert tree.best_move() == chess.Move.from_uci("h1h8") and tree.mate_in() == 1
+    result = search(tree, UniformEvaluator(), 200)
+    assert result.best_move == chess.Move.from_uci("h1h8") and result.mate_in == 1
 
 
 def test_stalemate_and_insufficient_material() -> None:
@@ -325,13 +382,11 @@ def test_stalemate_and_insufficient_material() -> None:
     assert leaf_status(bare, 0)[:2] == ("insufficient material", 0.0)
     assert game_ending(bare, 0) == ("insufficient material", 0.0)
     # taking the last pawn leaves king and bishop against king: a draw inside the search
-    tree = SearchTree(chess.Board("8/8/4k3/8/4p3/3BK3/8/8 w - - 0 1"), quiet(fpu_value=0.0))
-    search(tree, UniformEvaluator(), 100)
-    for uci in ("d3e4", "e3e4"):
-        child = tree.root.children[tree.root.moves.index(chess.Move.from_uci(uci))]
-        assert child.state == TERMINAL and child.ending == "insufficient material"
-    others = [c for c in tree.root.children if c is not None and c.state == TERMINAL]
-    assert len(others) == 2
+    assert _drawn_in_search(chess.Board("8/8/4k3/8/4p3/3BK3/8/8 w - - 0 1"))[0] == {
+        "d3e4",
+        "e3e4",
+    }
     terminal_root = SearchTree(stalemate, quiet())
-    search(terminal_root, UniformEvaluator(), 10)
-    assert terminal_root.finished and terminal_root.best_move() is None
+    result = search(terminal_root, UniformEvaluator(), 10)
+    assert terminal_root.finished and result.best_move is None and result.moves == []
+    assert result.value == 0.0 and result.mate_in is None and result.pv == []

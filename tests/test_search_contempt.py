@@ -105,17 +105,16 @@ def test_infinite_nscl_is_plain_puct_exactly() -> None:
     for seed, noise in ((0, True), (1, False), (2, True)):
         cfg = SearchConfig(nscl=math.inf, solver=False, root_noise=noise)
         tree = SearchTree(board, cfg, seed=seed)
-        search(tree, HashEvaluator(), 600, in_flight=1)
+        result = search(tree, HashEvaluator(), 600, in_flight=1)
         ref = reference_puct(board, HashEvaluator(), 600, cfg, seed)
-        assert ref.moves == tree.root.moves
-        assert tree.root.N.tolist() == ref.N
+        assert ref.moves == result.moves
+        assert result.visits.tolist() == ref.N
         for slot, child in ref.children.items():  # one level down as well
             mine = tree.root.children[slot]
             if child.P is not None:
                 assert mine.N.tolist() == child.N
         huge = SearchTree(board, SearchConfig(nscl=1e12, solver=False, root_noise=noise), seed=seed)
-        search(huge, HashEvaluator(), 600, in_flight=1)
-        assert np.array_equal(huge.root.N, tree.root.N)
+        assert np.array_equal(search(huge, HashEvaluator(), 600, in_flight=1).visits, result.visits)
 
 
 def _frozen_nodes(tree: SearchTree):
@@ -167,7 +166,6 @@ def test_contempt_changes_the_search_and_is_seeded() -> None:
     runs = []
     for nscl in (math.inf, 4, 4):
         tree = SearchTree(board, SearchConfig(nscl=nscl, root_noise=False), seed=9)
-        search(tree, HashEvaluator(), 800, in_flight=1)
-        runs.append(tree.root.N.copy())
+        runs.append(search(tree, HashEvaluator(), 800, in_flight=1).visits)
     assert not np.array_equal(runs[0], runs[1])
     assert np.array_equal(runs[1], runs[2])

@@ -8,8 +8,7 @@ import pytest
 
 from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
-from frugalzero.nn.evaluator import Evaluation
-from frugalzero.search import SearchConfig, SearchTree, UniformEvaluator, search
+from frugalzero.search import Evaluation, SearchConfig, SearchTree, UniformEvaluator, search
 from frugalzero.search import gumbel as gm
 from test_search import HashEvaluator, _Done
 
@@ -47,27 +46,30 @@ def test_completed_q_sigma_and_improved_policy() -> None:
     expected = np.exp(logits + sig) / np.exp(logits + sig).sum()
     assert pi == pytest.approx(expected)
     assert gm.mixed_value(0.3, priors, np.zeros(3), q) == 0.3  # nothing visited: the net value
-    # the interior rule visits where pi' exceeds the visit share
-    assert gm.interior_select(logits, 0.1, priors, visits, q, 50.0, 1.0) == int(
-        np.argmax(pi - visits / (1 + visits.sum()))
-    )
+    # the interior rule visits where pi' exceeds the visit share, never a blocked move
+    share = pi - visits / (1 + visits.sum())
+    assert gm.interior_select(pi, visits) == int(np.argmax(share))
+    block = np.zeros(3)
+    block[int(np.argmax(share))] = -np.inf
+    assert gm.interior_select(pi, visits, block) == int(np.argmax(share + block))
 
 
 @pytest.mark.parametrize("sims", [8, 16])
 def test_gumbel_search_returns_legal_move_and_normalised_policy(sims: int) -> None:
     for i, board in enumerate(random_boards(8, seed=21, max_plies=60)):
         tree = SearchTree(board, SearchConfig(gumbel=True), seed=i)
-        search(tree, HashEvaluator(), sims)
-        assert tree.started == sims or tree.root.proven
-        assert tree.best_move() in set(board.legal_moves)
-        assert tree.choose_move(0) == tree.best_move()
-        moves, policy = tree.policy()
-        assert set(moves) == set(board.legal_moves)
+        result = search(tree, HashEvaluator(), sims)
+        assert result.simulations == sims or result.mate_in is not None
+        assert result.best_move in set(board.legal_moves)
+        assert tree.choose_move(0) == result.best_move
+        assert set(result.moves) == set(board.legal_moves)
+        policy = result.policy
         assert policy.sum() == pytest.approx(1.0) and (policy >= 0).all()
-        indices, probs = tree.policy_target()
-        assert legal_mask(board)[indices].all() and probs.sum() == pytest.approx(1.0)
-        # at most m root actions were searched
-        assert (tree.root.N > 0).sum() <= min(16, sims)
+        assert legal_mask(board)[result.target_indices].all()
+        assert result.target_probs.sum() == pytest.approx(1.0)
+        # at most m root actions were searched; the target covers every legal move
+        assert (result.visits > 0).sum() <= min(16, sims)
+        assert len(result.target_indices) == len(result.moves)
 
 
 class _KnightF3Evaluator:
@@ -91,11 +93,10 @@ def test_gumbel_finds_and_targets_the_better_move() -> None:
     evaluator = _KnightF3Evaluator()
     # without noise all 20 moves tie on logits; m = 20 considers all of them
     tree = SearchTree(board, SearchConfig(gumbel=True, gumbel_m=20, gumbel_noise=False), seed=0)
-    search(tree, evaluator, 40)
-    assert tree.best_move() == good
-    moves, policy = tree.policy()
-    assert moves[int(np.argmax(policy))] == good
-    assert policy[moves.index(good)] > 0.9
+    result = search(tree, evaluator, 40)
+    assert result.best_move == good
+    assert result.moves[int(np.argmax(result.policy))] == good
+    assert result.policy[result.moves.index(good)] > 0.9
 
 
 def test_gumbel_noise_is_seeded_and_varies() -> None:
@@ -104,18 +105,17 @@ def test_gumbel_noise_is_seeded_and_varies() -> None:
     for seed in range(12):
         first = SearchTree(board, SearchConfig(gumbel=True), seed=seed)
         second = SearchTree(board, SearchConfig(gumbel=True), seed=seed)
-        search(first, UniformEvaluator(), 16)
-        search(second, UniformEvaluator(), 16)
-        assert first.best_move() == second.best_move()
-        picks.add(first.best_move())
+        move = search(first, UniformEvaluator(), 16).best_move
+        assert search(second, UniformEvaluator(), 16).best_move == move
+        picks.add(move)
     assert len(picks) > 3  # uniform priors and values: Gumbel noise decides, differently per seed
 
 
 def test_gumbel_plays_a_mate_it_sees() -> None:
     board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")  # 20 moves, all considered
     tree = SearchTree(board, SearchConfig(gumbel=True, gumbel_m=32), seed=0)
-    search(tree, UniformEvaluator(), 32)
-    assert tree.mate_in() == 1 and tree.started <= 20
+    result = search(tree, UniformEvaluator(), 32)
+    assert result.mate_in == 1 and result.simulations <= 20
     after = board.copy()
-    after.push(tree.best_move())
+    after.push(result.best_move)
     assert after.is_checkmate()

@@ -16,8 +16,7 @@ from frugalzero.chess.positions import Opening
 from frugalzero.chess.rules import game_ending
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import read_shard
-from frugalzero.nn.evaluator import Evaluation
-from frugalzero.search.config import SearchConfig
+from frugalzero.search import Evaluation, SearchConfig
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.selfplay.game import GameStart, game_starts
 from frugalzero.selfplay.play import play_games

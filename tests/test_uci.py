@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import chess
 import chess.engine
 import pytest
+
+import frugalzero
+from frugalzero.chess.history import GameHistory
+from frugalzero.uci import NetSearcher, SearchRequest
 
 STOCKFISH = "/usr/games/stockfish"
 ENGINE = [sys.executable, "-m", "frugalzero", "uci", "--nodes", "16"]
@@ -108,3 +115,62 @@ def test_with_two_seconds_on_the_clock_it_moves_well_under_a_second(raw_engine):
     send("go wtime 2000 btime 2000 winc 0 binc 0")
     wait_for("bestmove", timeout=5)
     assert time.monotonic() - started < 0.5
+
+
+def test_the_engine_answers_before_torch_is_loaded():
+    """The network loads in the background; the protocol and the searcher module need no torch
+    (a fresh interpreter, so other tests' imports do not count)."""
+    code = "import frugalzero.uci, sys; assert 'torch' not in sys.modules"
+    here = str(Path(frugalzero.__file__).parents[1])  # this checkout's frugalzero
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": here})
+
+
+@pytest.fixture(scope="module")
+def searcher():
+    searcher = NetSearcher("default", default_nodes=16)
+    searcher.set_option("Threads", "1")
+    yield searcher
+    searcher.close()
+
+
+def _go(searcher, moves: list[str], nodes: int, searchmoves: tuple[str, ...] = ()):
+    """(bestmove, nodes and pv of the last info line) of one search after ``moves``."""
+    history = GameHistory(chess.Board())
+    for uci in moves:
+        history.push(chess.Move.from_uci(uci))
+    restrict = [chess.Move.from_uci(u) for u in searchmoves]
+    lines = []
+    move = searcher.search(
+        SearchRequest(history, nodes, None, False, restrict), threading.Event(), lines.append
+    )
+    words = lines[-1].split()
+    return move, int(words[words.index("nodes") + 1]), words[words.index("pv") + 1 :]
+
+
+def test_the_searcher_keeps_its_tree_along_the_game(searcher):
+    searcher.new_game()
+    move, nodes, pv = _go(searcher, [], 200)
+    assert nodes == 201 and pv[0] == move.uci()
+    assert move in chess.Board().legal_moves
+    game = [move.uci(), pv[1]]  # the opponent plays the expected reply: its subtree is kept
+    assert _go(searcher, game, 100)[1] > 101
+    searcher.new_game()
+    assert _go(searcher, game, 100)[1] == 101
+
+
+def test_searchmoves_and_temperature(searcher):
+    searcher.new_game()
+    assert _go(searcher, [], 50, ("a2a3", "h2h3"))[0].uci() in ("a2a3", "h2h3")
+    searcher.new_game()
+    best = _go(searcher, [], 64)[0]
+    picks = set()
+    searcher.set_option("Temperature", "1.0")  # sampled in proportion to the visits
+    try:
+        for _ in range(8):
+            searcher.new_game()
+            move = _go(searcher, [], 64)[0]
+            assert move in chess.Board().legal_moves
+            picks.add(move)
+    finally:
+        searcher.set_option("Temperature", "0")
+    assert len(picks) > 1 and best in picks

@@ -20,7 +20,7 @@ COMMANDS = [
     "frugalzero.data.cli",
     "frugalzero.train.cli",
     "frugalzero.evaluate.cli",
-    "frugalzero.uci",
+    "frugalzero.uci.cli",
     "frugalzero.nn.cli",
     "frugalzero.bench.cli",
 ]

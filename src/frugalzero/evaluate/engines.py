@@ -4,8 +4,8 @@ A UCI engine gets its own process per seat (python-chess's asyncio client), so g
 parallel without sharing engine state. A move that does not come back in time, a process that
 dies, or an illegal move raises ``PlayerFailure``: the runner scores the game as a loss for
 that side and restarts the engine before its next game. ``random`` plays a uniformly random
-legal move from a per-game seed. ``net`` seats of one engine share one evaluator and search
-driver (``frugalzero.evaluate.netplayer``), so concurrent games batch their evaluations.
+legal move from a per-game seed. Seats of ``net`` engines (``frugalzero.evaluate.netplayer``)
+are players built on the types here; the match runner seats them all (``make_players``).
 """
 
 from __future__ import annotations
@@ -157,17 +157,3 @@ class UciPlayer(Player):
                 transport.kill()
             with contextlib.suppress(Exception):
                 transport.close()
-
-
-def make_players(spec: EngineSpec, seats: int, hang_seconds: float, shared: dict) -> list[Player]:
-    """``seats`` players of one engine. ``shared`` holds objects seats of equal specs share
-    (a net engine's evaluator), so each is built once per match."""
-    if spec.kind == "random":
-        return [RandomPlayer(spec) for _ in range(seats)]
-    if spec.kind == "net":
-        from frugalzero.evaluate.netplayer import NetEngine
-
-        if spec.name not in shared:
-            shared[spec.name] = NetEngine(spec)
-        return shared[spec.name].seats(seats)
-    return [UciPlayer(spec, hang_seconds) for _ in range(seats)]

@@ -28,7 +28,7 @@ from frugalzero.config import check
 from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig, Adjudicator
 from frugalzero.evaluate.elo import elo_interval, los
-from frugalzero.evaluate.engines import Player, PlayerFailure, make_players
+from frugalzero.evaluate.engines import Player, PlayerFailure, RandomPlayer, UciPlayer
 from frugalzero.evaluate.openings import odds_opening, opening_stream
 from frugalzero.evaluate.pgn import GameOutcome, append_game, score_comment, to_pgn
 from frugalzero.evaluate.specs import EngineSpec, check_executable, parse_spec
@@ -221,6 +221,20 @@ async def play_game(
                 outcome.termination = "adjudication"
     outcome.result, outcome.reason = verdict
     return outcome
+
+
+def make_players(spec: EngineSpec, seats: int, hang_seconds: float, shared: dict) -> list[Player]:
+    """``seats`` players of one engine. ``shared`` holds objects seats of equal specs share
+    (a net engine's evaluator), so each is built once per match."""
+    if spec.kind == "random":
+        return [RandomPlayer(spec) for _ in range(seats)]
+    if spec.kind == "net":
+        from frugalzero.evaluate.netplayer import NetEngine
+
+        if spec.name not in shared:
+            shared[spec.name] = NetEngine(spec)
+        return shared[spec.name].seats(seats)
+    return [UciPlayer(spec, hang_seconds) for _ in range(seats)]
 
 
 OnGame = Callable[[GameOutcome, Tally], None]

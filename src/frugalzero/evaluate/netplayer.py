@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 import queue
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import chess
 import numpy as np
@@ -24,13 +24,13 @@ from frugalzero.config import from_dict, parse_override
 from frugalzero.errors import UserError
 from frugalzero.evaluate.engines import MATE_CP, Played, Player, value_to_cp
 from frugalzero.evaluate.specs import EngineSpec
+from frugalzero.search import Driver, SearchConfig, SearchTree
+from frugalzero.search.config import PLAY_SETTINGS
 
 
 def net_configs(spec: EngineSpec, seats: int):
     """(SearchConfig, EvaluatorConfig) from the spec's keys; a typo is a one-line error."""
     from frugalzero.nn.evaluator import EvaluatorConfig
-    from frugalzero.search import SearchConfig
-    from frugalzero.search.config import PLAY_SETTINGS
 
     search_fields = {f.name for f in dataclasses.fields(SearchConfig)}
     eval_fields = {f.name for f in dataclasses.fields(EvaluatorConfig)}
@@ -58,18 +58,17 @@ class _Request:
     board: chess.Board
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
-    tree: object = None
+    tree: SearchTree | None = None
     result: Played | None = None
 
     def on_search_done(self) -> bool:  # the Driver's SearchTask protocol
-        tree = self.tree
-        move = tree.best_move()
-        mate = tree.mate_in()
+        searched = self.tree.result()
+        mate = searched.mate_in
         if mate:
             score = (MATE_CP - (abs(mate) + 1) // 2) * (1 if mate > 0 else -1)
         else:
-            score = value_to_cp(tree.root_value())
-        self.result = Played(move, score, tree.max_depth, tree.started)
+            score = value_to_cp(searched.value)
+        self.result = Played(searched.best_move, score, searched.depth, searched.simulations)
         return False
 
 
@@ -111,8 +110,6 @@ class NetEngine:
         self._requests.put(req)
 
     def _serve(self) -> None:
-        from frugalzero.search import Driver
-
         self.driver = driver = Driver(self.evaluator)
         active: list[_Request] = []
         while True:
@@ -145,7 +142,6 @@ class NetEngine:
                 if r.result is None:
                     still.append(r)
                 else:
-                    r.seat.finish(r)
                     r.loop.call_soon_threadsafe(_set_result, r.future, r.result)
             active = still
 
@@ -179,25 +175,19 @@ def _set_exception(future: asyncio.Future, exc: BaseException) -> None:
         future.set_exception(exc)
 
 
-@dataclass
-class _TreeState:
-    tree: object = None
-    moves: list[chess.Move] = field(default_factory=list)
-
-
 class NetSeat(Player):
     """One game seat of a net engine; keeps its search tree from move to move."""
 
     def __init__(self, engine: NetEngine) -> None:
         super().__init__(engine.spec)
         self.engine = engine
-        self._state = _TreeState()
+        self.tree: SearchTree | None = None
 
     async def start(self) -> None:
         await asyncio.to_thread(self.engine.start)
 
     async def new_game(self, seed: int) -> None:
-        self._state = _TreeState()
+        self.tree = None
 
     async def play(self, board: chess.Board) -> Played:
         loop = asyncio.get_running_loop()
@@ -205,28 +195,14 @@ class NetSeat(Player):
         self.engine.request(_Request(self, board.copy(), loop, future))
         return await future
 
-    def tree_for(self, board: chess.Board):
-        """This game's tree advanced to ``board`` (a new one if the game does not continue
-        the moves the tree has seen)."""
-        from frugalzero.search import SearchTree
-
-        state = self._state
-        stack = board.move_stack
-        known = state.moves
-        if state.tree is None or stack[: len(known)] != known:
-            state.tree = SearchTree(board, self.engine.search_config)
-            state.moves = list(stack)
-            return state.tree
-        for move in stack[len(known) :]:
-            state.tree.advance(move)
-        state.moves = list(stack)
-        return state.tree
-
-    def finish(self, req: _Request) -> None:
-        """Keep the subtree of the move about to be played."""
-        if req.result is not None and req.result.move is not None:
-            self._state.tree.advance(req.result.move)
-            self._state.moves.append(req.result.move)
+    def tree_for(self, board: chess.Board) -> SearchTree:
+        """This game's tree at ``board``, following the moves played since the last search
+        (tree reuse)."""
+        if self.tree is None:
+            self.tree = SearchTree(board, self.engine.search_config)
+        else:
+            self.tree.follow(board)
+        return self.tree
 
     async def close(self) -> None:
         pass

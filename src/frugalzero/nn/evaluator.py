@@ -30,6 +30,7 @@ from frugalzero.chess.encoding import FRAME_WORDS, HISTORY, encode, frames_array
 from frugalzero.chess.history import NetInput, net_input_from_board
 from frugalzero.config import check
 from frugalzero.nn.model import NetConfig, PolicyValueNet, value_from_output
+from frugalzero.search.types import Evaluation
 
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # frames, meta, index, counts
 Output = tuple[np.ndarray, np.ndarray, np.ndarray | None]  # priors (N, L), values, wdl
@@ -64,18 +65,6 @@ class EvaluatorConfig:
             (self.cache_size >= 0, "cache_size must be >= 0"),
         ]
         check(self, "evaluator", checks)
-
-
-@dataclass(slots=True)
-class Evaluation:
-    """The network's view of one position."""
-
-    priors: np.ndarray
-    """Probabilities of the position's legal moves, in ``NetInput.moves`` order; sums to 1."""
-    value: float
-    """Expected score for the side to move, in [-1, 1]."""
-    wdl: np.ndarray | None = None
-    """Win/draw/loss probabilities for the side to move (WDL value head only)."""
 
 
 def available_cores() -> int:

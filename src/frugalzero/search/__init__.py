@@ -10,14 +10,17 @@ Interfaces (see docs/search.md for the design and measured figures):
   python-chess board with its move stack). ``start(simulations)`` begins a search; ``gather()``
   returns leaves needing the network (``node.inp`` is their ``NetInput``) and ``apply(node,
   evaluation)`` expands one -- so callers can step a search batch by batch, until a deadline
-  or a stop flag. Results: ``visits()``, ``policy()`` / ``policy_target()``, ``root_value()``,
-  ``move_q()``, ``best_move()``, ``choose_move(ply)`` (temperature), ``pv()``, ``mate_in()``,
-  ``nodes``, ``max_depth``, ``started`` (simulations of this search). ``advance(move)`` keeps
-  the played move's subtree.
-* ``search(tree, evaluator, simulations, stop)`` -- one tree, two batches in flight.
+  or a stop flag. ``result()`` is the outcome; ``choose_move(ply)`` the self-play move
+  (temperature); ``advance(move)`` keeps the played move's subtree.
+* ``SearchResult`` -- one search's outcome: root moves, visits, Q, policy and training target,
+  value, best move, PV, mate distance, nodes, depth, simulations.
+* ``search(tree, evaluator, simulations, stop) -> SearchResult`` -- one tree, two batches in
+  flight.
 * ``Driver(evaluator, groups).run(tasks, stop)`` / ``search_many(trees, evaluator)`` -- many
-  trees against one ``Evaluator``; their leaves go out in one batch per group while the other
+  trees against one evaluator; their leaves go out in one batch per group while the other
   group's batch is evaluated.
+* ``Evaluation``, ``Evaluates`` -- the input contract: what an evaluator (the network's, in
+  ``frugalzero.nn.evaluator``) returns and provides. The search itself never imports torch.
 * ``UniformEvaluator`` -- uniform priors, constant value: tests and a network-free baseline.
 * Pure maths: ``frugalzero.search.puct`` (c(s), FPU, PUCT scores, temperature choice, noise),
   ``frugalzero.search.gumbel`` (sequential-halving schedule, completed Q, sigma, improved
@@ -29,12 +32,16 @@ Values are always for the side to move at the node they belong to, in [-1, 1].
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.driver import Driver, SearchTask, search, search_many
 from frugalzero.search.tree import Node, SearchTree
+from frugalzero.search.types import Evaluates, Evaluation, SearchResult
 from frugalzero.search.uniform import UniformEvaluator
 
 __all__ = [
     "Driver",
+    "Evaluates",
+    "Evaluation",
     "Node",
     "SearchConfig",
+    "SearchResult",
     "SearchTask",
     "SearchTree",
     "UniformEvaluator",

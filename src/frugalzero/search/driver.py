@@ -16,14 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from frugalzero.search.tree import Node, SearchTree
-
-
-class Evaluates(Protocol):
-    """What the search needs from an evaluator (``frugalzero.nn.evaluator.Evaluator`` has it):
-    ``submit(net_inputs)`` returning a handle whose ``result()`` gives objects with ``priors``
-    (over the input's legal moves) and ``value`` (for the side to move)."""
-
-    def submit(self, positions: Sequence) -> object: ...
+from frugalzero.search.types import Evaluates, SearchResult
 
 
 class SearchTask(Protocol):
@@ -89,7 +82,7 @@ def search(
     stop: Callable[[], bool] | None = None,
     in_flight: int = 2,
     on_batch: Callable[[SearchTree], None] | None = None,
-) -> SearchTree:
+) -> SearchResult:
     """Run one search on one tree: ``simulations`` (None = the config's; 0 = until ``stop``
     returns True), keeping up to ``in_flight`` batches of ``leaves_per_gather`` leaves in
     flight (virtual loss keeps them apart). ``on_batch`` is called after each applied batch
@@ -97,7 +90,7 @@ def search(
     tree.start(simulations)
     with PausedGC() as paused:
         _search_loop(tree, evaluator, stop, in_flight, on_batch, paused)
-    return tree
+    return tree.result()
 
 
 def _search_loop(tree, evaluator, stop, in_flight, on_batch, paused: PausedGC) -> None:
@@ -128,11 +121,12 @@ def search_many(
     simulations: int | None = None,
     stop: Callable[[], bool] | None = None,
     groups: int = 2,
-) -> None:
+) -> list[SearchResult]:
     """One search on each of many trees, their leaves batched together."""
     for tree in trees:
         tree.start(simulations)
     Driver(evaluator, groups).run([_OneSearch(tree) for tree in trees], stop)
+    return [tree.result() for tree in trees]
 
 
 class Driver:

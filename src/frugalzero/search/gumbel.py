@@ -94,20 +94,14 @@ def improved_policy(
     return softmax(logits + sigma(q_hat, float(visits.max(initial=0.0)), c_visit, c_scale))
 
 
-def interior_select(
-    logits: np.ndarray,
-    value: float,
-    priors: np.ndarray,
-    visits: np.ndarray,
-    q: np.ndarray,
-    c_visit: float,
-    c_scale: float,
-    rescale: bool = False,
-) -> int:
+def interior_select(policy: np.ndarray, visits: np.ndarray, block: np.ndarray | None = None) -> int:
     """The paper's deterministic non-root selection: argmax pi'(a) - N(a) / (1 + sum N), which
-    makes the visit distribution track pi'."""
-    pi = improved_policy(logits, value, priors, visits, q, c_visit, c_scale, rescale)
-    return int(np.argmax(pi - visits / (1.0 + visits.sum())))
+    makes the visit distribution track pi' (``policy``, from ``improved_policy``). ``block``
+    (-inf at moves proven to lose, else 0) is added before the argmax."""
+    scores = policy - visits / (1.0 + visits.sum())
+    if block is not None:
+        scores += block
+    return int(scores.argmax())
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:

@@ -32,8 +32,8 @@ def puct_scores(
 ) -> np.ndarray:
     """Q(s,a) + U(s,a) for every child; unvisited children use ``fpu`` as their Q.
 
-    U(s,a) = c(s) * P(s,a) * sqrt(N(s)) / (1 + N(s,a)). The search inlines the same
-    expression (in the same operation order, so results are bit-identical).
+    U(s,a) = c(s) * P(s,a) * sqrt(N(s)) / (1 + N(s,a)). The tree calls this at every node of
+    every simulation: keep it a few vectorised operations.
     """
     cs = c_puct(parent_visits, c_init, c_base) * math.sqrt(parent_visits)
     scores = priors * cs / (visits + 1.0)

@@ -29,8 +29,11 @@ from frugalzero.search.config import SearchConfig
 from frugalzero.search.puct import (
     choose_by_visits,
     dirichlet_mix,
+    fpu_value,
+    puct_scores,
     temperature_for_ply,
 )
+from frugalzero.search.types import SearchResult
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 _NEG_INF = -math.inf
@@ -98,7 +101,8 @@ class Node:
 
 
 class SearchTree:
-    """Search state of one game; ``advance(move)`` keeps the played move's subtree."""
+    """Search state of one game; ``advance(move)`` keeps the played move's subtree and
+    ``follow(game)`` catches up with the moves a game played since."""
 
     def __init__(
         self,
@@ -107,20 +111,11 @@ class SearchTree:
         rng: np.random.Generator | None = None,
         seed: int | None = None,
     ) -> None:
-        if history is None or isinstance(history, chess.Board):
-            history = _history_of(history or chess.Board())
         self.config = config or SearchConfig()
         self.rng = rng if rng is not None else np.random.default_rng(seed)
-        self.history = history.copy()
         self.generation = 0  # one per search: frozen distributions belong to one search
-        self.target: float = 0  # simulations of the current search
-        self.started = 0  # simulations begun in the current search
         self.in_flight = 0  # leaves handed out and not yet applied
-        self.nodes = 0  # nodes created by this tree
-        self.max_depth = 0  # deepest leaf of the current search
-        self._prepared = False
-        self._gumbel: _GumbelRoot | None = None
-        self._new_root(None)
+        self._begin(history if history is not None else chess.Board())
 
     # -- public API ---------------------------------------------------------------------------
     @property
@@ -215,76 +210,74 @@ class SearchTree:
             root.children[keep.slot] = None
         _dispose(root)
         self._new_root(keep)
-        self.target = self.started = 0
-        self._gumbel = None
-        self._prepared = False
+
+    def follow(self, game: GameHistory | chess.Board) -> bool:
+        """Bring the root to ``game``'s position. A game that continues this tree's (the same
+        start, this tree's moves first) is followed move by move with ``advance``, so the
+        subtree of the position reached is kept: True. Any other game starts the tree afresh
+        from ``game``: False."""
+        if self.in_flight:
+            raise RuntimeError("follow() while leaves are still being evaluated")
+        board = game.board if isinstance(game, GameHistory) else game
+        known, played = self.board.move_stack, board.move_stack
+        if played[: len(known)] == known and len(played) >= len(known):
+            if board.root() == self.board.root():
+                try:
+                    for move in played[len(known) :]:
+                        self.advance(move)
+                    return True
+                except ValueError:  # a move the tree cannot play: start afresh
+                    pass
+        _dispose(self.root)
+        self._begin(game)
+        return False
 
     def close(self) -> None:
         """Free the tree now (nodes link to their parents, so without this only Python's
         cycle collector could reclaim them)."""
         _dispose(self.root)
 
-    def visits(self) -> tuple[list[chess.Move], np.ndarray]:
-        """Root moves and their visit counts (all visits, reused ones included)."""
+    def result(self) -> SearchResult:
+        """The search's outcome (mid-search: a snapshot of it so far)."""
         root = self.root
-        if root.state != EXPANDED:
-            return [], np.zeros(0)
-        return list(root.moves), root.N.copy()
-
-    def policy(self) -> tuple[list[chess.Move], np.ndarray]:
-        """The policy target: root visit distribution, or Gumbel's improved policy."""
-        root = self.root
-        if root.state != EXPANDED:
-            return [], np.zeros(0)
-        if self.config.gumbel:
-            return list(root.moves), self._improved_policy(root)
-        total = root.N.sum()
-        if total <= 0:
-            return list(root.moves), root.P.copy()
-        return list(root.moves), root.N / total
-
-    def policy_target(self) -> tuple[np.ndarray, np.ndarray]:
-        """The policy as a training target: 4672-indices (side to move's view) of the moves with
-        probability > 0, and their probabilities (float32, summing to 1)."""
-        _, probs = self.policy()
-        keep = probs > 0
-        indices = self.root.indices[keep].astype(np.int64)
-        kept = probs[keep].astype(np.float32)
-        return indices, kept / kept.sum(dtype=np.float32)
-
-    def root_value(self) -> float:
-        """Search value of the root for its side to move, in [-1, 1]."""
-        return self.root.q
-
-    def move_q(self) -> tuple[list[chess.Move], np.ndarray]:
-        """Q of every root move from the root's side-to-move view (NaN where unvisited)."""
-        root = self.root
-        if root.state != EXPANDED:
-            return [], np.zeros(0)
-        q = np.where(root.N > 0, root.Q, np.nan)
-        for slot, child in enumerate(root.children):
-            if child is not None and child.proven:
-                q[slot] = -child.proven
-        return list(root.moves), q
-
-    def mate_in(self) -> int | None:
-        """Plies to mate when the root is proven: positive = the side to move mates, negative =
-        it is mated (UCI's "mate N" counts moves: (plies + 1) // 2)."""
-        root = self.root
-        if root.state == TERMINAL:
-            return None
-        return root.proven * root.plies if root.proven else None
-
-    def best_move(self) -> chess.Move | None:
-        """The strongest move for play: proven wins first (fastest mate), then Gumbel's choice
-        or the most visited (ties: higher Q); never a proven loss if anything else exists."""
-        slot = self._best_slot()
-        return None if slot is None else self.root.moves[slot]
+        moves: list[chess.Move] = []
+        visits = q = policy = np.zeros(0)
+        indices, probs = np.zeros(0, np.int64), np.zeros(0, np.float32)
+        best = None
+        if root.state == EXPANDED:
+            moves = list(root.moves)
+            visits = root.N.copy()
+            q = np.where(root.N > 0, root.Q, np.nan)
+            for slot, child in enumerate(root.children):
+                if child is not None and child.proven:
+                    q[slot] = -child.proven
+            policy = self._policy()
+            keep = policy > 0
+            indices = root.indices[keep].astype(np.int64)
+            probs = policy[keep].astype(np.float32)
+            probs /= probs.sum(dtype=np.float32)
+            slot = self._best_slot()
+            best = None if slot is None else moves[slot]
+        return SearchResult(
+            moves=moves,
+            visits=visits,
+            q=q,
+            policy=policy,
+            target_indices=indices,
+            target_probs=probs,
+            value=root.q,
+            best_move=best,
+            pv=self._pv(),
+            mate_in=root.proven * root.plies if root.proven and root.state != TERMINAL else None,
+            nodes=root.n,
+            depth=self.max_depth,
+            simulations=self.started,
+        )
 
     def choose_move(self, ply: int | None = None) -> chess.Move | None:
         """The move to play in self-play: temperature sampling over visits for the opening plies
-        (``ply`` counted from the game's start), else ``best_move``. Gumbel plays the action
-        sequential halving selected (its noise already made the choice stochastic)."""
+        (``ply`` counted from the game's start), else the result's ``best_move``. Gumbel plays
+        the action sequential halving selected (its noise already made the choice stochastic)."""
         root = self.root
         if root.state != EXPANDED:
             return None
@@ -295,28 +288,27 @@ class SearchTree:
             ply, cfg.temperature, cfg.temperature_plies, cfg.final_temperature
         )
         if cfg.gumbel or root.proven or tau <= 0:
-            return self.best_move()
+            best = self._best_slot()
+            return None if best is None else root.moves[best]
         visits = root.N.copy()
         if root.block is not None and np.isfinite(root.block).any():
             visits[~np.isfinite(root.block)] = 0.0  # never sample a move proven to lose
         return root.moves[choose_by_visits(visits, tau, self.rng)]
 
-    def pv(self, limit: int = 64) -> list[chess.Move]:
-        """Principal variation: proven-best or most-visited child, down the tree."""
-        line: list[chess.Move] = []
-        node = self.root
-        while node.state == EXPANDED and len(line) < limit:
-            slot = _best_child(node)
-            if slot is None:
-                break
-            line.append(node.moves[slot])
-            node = node.children[slot]
-            if node is None:
-                break
-        return line
-
     # -- internals ----------------------------------------------------------------------------
+    def _begin(self, game: GameHistory | chess.Board) -> None:
+        """A new tree at ``game``'s position."""
+        self.history = game.copy() if isinstance(game, GameHistory) else _history_of(game)
+        self._new_root(None)
+
     def _new_root(self, node: Node | None) -> None:
+        """Make ``node`` (a kept subtree) or a new node for the history's position the root;
+        no search is running on it yet."""
+        self.target: float = 0  # simulations of the current search
+        self.started = 0  # simulations begun in the current search
+        self.max_depth = 0  # deepest leaf of the current search
+        self._gumbel: _GumbelRoot | None = None
+        self._prepared = False
         history = self.history
         before = history.frames()  # newest first: the root's frame, then earlier positions
         self._pre_root = before[1:]
@@ -326,7 +318,6 @@ class SearchTree:
             node.key = position_key(board)
             node.reps = history.repetitions
             node.frame = before[0]
-            self.nodes += 1
             moves = list(board.legal_moves)  # only mate and stalemate leave nothing to search
             if not moves:
                 node.state = TERMINAL
@@ -365,8 +356,7 @@ class SearchTree:
         nscl = cfg.nscl
         gumbel = cfg.gumbel
         c_init, c_base = cfg.c_init, cfg.c_base
-        absolute = cfg.fpu_mode == "absolute"
-        fpu_value = cfg.fpu_value
+        fpu_mode, fpu_setting = cfg.fpu_mode, cfg.fpu_value
         while True:
             state = node.state
             if state != EXPANDED or (node.proven and node is not root):
@@ -384,16 +374,11 @@ class SearchTree:
                 if node is root:
                     slot = self._gumbel.select(root, cfg)
                 else:
-                    slot = self._gumbel_interior(node, cfg)
+                    slot = gm.interior_select(self._improved_policy(node), N, node.block)
             else:
                 n = node.n
-                cs = (c_init + math.log((n + c_base + 1.0) / c_base)) * math.sqrt(n)
-                if absolute:
-                    fpu = fpu_value
-                else:
-                    fpu = node.w / n - fpu_value * math.sqrt(node.visited_p)
-                scores = node.P * cs / (N + 1.0)
-                scores += np.where(N > 0, node.Q, fpu)
+                fpu = fpu_value(fpu_mode, fpu_setting, node.w / n, node.visited_p)
+                scores = puct_scores(node.P, N, node.Q, n, c_init, c_base, fpu)
                 if node.block is not None:
                     scores += node.block
                 slot = int(scores.argmax())
@@ -424,7 +409,6 @@ class SearchTree:
         board = parent.board.copy(stack=False)
         board.push(parent.moves[slot])
         node = Node(board, parent, slot)
-        self.nodes += 1
         key = position_key(board)
         node.key = key
         reps = 0
@@ -523,25 +507,8 @@ class SearchTree:
         node.frozen_gen = self.generation
         return True
 
-    def _gumbel_interior(self, node: Node, cfg: SearchConfig) -> int:
-        if node.logits is None:
-            node.logits = gm.logits_from_priors(node.raw)
-        pi = gm.improved_policy(
-            node.logits,
-            node.value,
-            node.raw,
-            node.N,
-            node.Q,
-            cfg.c_visit,
-            cfg.c_scale,
-            cfg.gumbel_rescale,
-        )
-        scores = pi - node.N / (1.0 + node.N.sum())
-        if node.block is not None:
-            scores += node.block
-        return int(scores.argmax())
-
     def _improved_policy(self, node: Node) -> np.ndarray:
+        """Gumbel's pi' at an expanded node: the root's policy target, the interior's prior."""
         cfg = self.config
         if node.logits is None:
             node.logits = gm.logits_from_priors(node.raw)
@@ -555,6 +522,30 @@ class SearchTree:
             cfg.c_scale,
             cfg.gumbel_rescale,
         )
+
+    def _policy(self) -> np.ndarray:
+        """The policy target over the (expanded) root's moves."""
+        root = self.root
+        if self.config.gumbel:
+            return self._improved_policy(root)
+        total = root.N.sum()
+        if total <= 0:
+            return root.P.copy()
+        return root.N / total
+
+    def _pv(self, limit: int = 64) -> list[chess.Move]:
+        """Principal variation: proven-best or most-visited child, down the tree."""
+        line: list[chess.Move] = []
+        node = self.root
+        while node.state == EXPANDED and len(line) < limit:
+            slot = _best_child(node)
+            if slot is None:
+                break
+            line.append(node.moves[slot])
+            node = node.children[slot]
+            if node is None:
+                break
+        return line
 
     def _best_slot(self) -> int | None:
         root = self.root

@@ -12,7 +12,7 @@ import chess
 import numpy as np
 
 from frugalzero.chess.history import NetInput, net_input_from_board
-from frugalzero.nn.evaluator import Evaluation
+from frugalzero.search.types import Evaluation
 
 
 class _Done:

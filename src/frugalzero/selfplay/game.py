@@ -81,16 +81,18 @@ class SelfPlayGame:
         goes on (the next search is started)."""
         tree = self.tree
         turn = tree.board.turn
-        indices, probs = tree.policy_target()
-        value = tree.root_value()
-        if self._resigns(turn, value):
+        searched = tree.result()
+        if self._resigns(turn, searched.value, searched.q):
             self.result = -1.0 if turn == chess.WHITE else 1.0
             self.termination = RESIGNATION
             return False
         move = tree.choose_move(self.plies)
         if move is None:  # cannot happen with a searched, non-terminal root
             raise RuntimeError(f"no move in {tree.board.fen()}")
-        self.targets.append(PlyTarget(indices, probs, search_value=float(np.clip(value, -1, 1))))
+        value = float(np.clip(searched.value, -1, 1))
+        self.targets.append(
+            PlyTarget(searched.target_indices, searched.target_probs, search_value=value)
+        )
         self.moves.append(move.uci())
         self.plies += 1
         tree.advance(move)
@@ -100,12 +102,11 @@ class SelfPlayGame:
         tree.start()
         return True
 
-    def _resigns(self, turn: chess.Color, value: float) -> bool:
+    def _resigns(self, turn: chess.Color, value: float, q: np.ndarray) -> bool:
         cfg = self.config.search
         threshold = cfg.resign_threshold
         if threshold <= -1.0:
             return False
-        _, q = self.tree.move_q()
         best = np.nanmax(q) if np.isfinite(q).any() else value
         if value < threshold and best < threshold:
             self.low[turn] += 1

@@ -16,8 +16,9 @@ from collections.abc import Callable
 import chess
 import numpy as np
 
-from frugalzero.search import SearchConfig, SearchTree, search
-from frugalzero.uci import Option, SearchRequest
+from frugalzero.search import SearchConfig, SearchResult, SearchTree, search
+from frugalzero.search.puct import choose_by_visits
+from frugalzero.uci.protocol import Option, SearchRequest
 
 INFO_INTERVAL = 0.5  # seconds between info lines
 
@@ -38,7 +39,7 @@ def value_to_cp(value: float) -> int:
 
 
 class NetSearcher:
-    """Implements ``frugalzero.uci.Searcher`` with a network file and ``SearchTree``."""
+    """Implements ``frugalzero.uci.protocol.Searcher`` with a network file and ``SearchTree``."""
 
     def __init__(self, net: str, default_nodes: int = 400, seed: int = 0) -> None:
         self.net_spec = net
@@ -118,58 +119,47 @@ class NetSearcher:
             now = time.monotonic()
             if now - last_info[0] >= INFO_INTERVAL:
                 last_info[0] = now
-                info(self._info_line(t, now - started))
+                info(self._info_line(t.result(), now - started))
 
-        search(tree, evaluator, simulations=budget, stop=should_stop, on_batch=on_batch)
-        info(self._info_line(tree, time.monotonic() - started))
-        return self._pick(tree, request)
+        result = search(tree, evaluator, simulations=budget, stop=should_stop, on_batch=on_batch)
+        info(self._info_line(result, time.monotonic() - started))
+        return self._pick(result, request)
 
     # -- helpers ------------------------------------------------------------------------------
     def _tree_for(self, request: SearchRequest) -> SearchTree:
-        """Reuse the last tree when the requested game continues it, else start afresh."""
-        history = request.history
-        config = SearchConfig(leaves_per_gather=self.batch).for_play()
-        tree = self.tree
-        if tree is not None:
-            old, new = tree.board, history.board
-            played = new.move_stack
-            known = old.move_stack
-            same_root = old.root() == new.root()
-            if same_root and played[: len(known)] == known and len(played) >= len(known):
-                try:
-                    for move in played[len(known) :]:
-                        tree.advance(move)
-                    return tree
-                except ValueError:
-                    pass
-        self.tree = SearchTree(history, config, rng=self.rng)
+        """The last tree, following the requested game (tree reuse when it continues the
+        last one); a new tree after ``ucinewgame`` or a new batch size."""
+        if self.tree is None:
+            config = SearchConfig(leaves_per_gather=self.batch).for_play()
+            self.tree = SearchTree(request.history, config, rng=self.rng)
+        else:
+            self.tree.follow(request.history)
         return self.tree
 
-    def _pick(self, tree: SearchTree, request: SearchRequest) -> chess.Move:
-        moves, visits = tree.visits()
+    def _pick(self, result: SearchResult, request: SearchRequest) -> chess.Move:
+        moves, visits = result.moves, result.visits
         if request.searchmoves:
             allowed = np.array([m in request.searchmoves for m in moves])
             if allowed.any():
                 visits = np.where(allowed, visits, -1)
                 return moves[int(np.argmax(visits))]
-        if self.temperature > 0 and visits.sum() > 0 and not tree.mate_in():
-            weights = visits ** (1.0 / self.temperature)
-            return moves[int(self.rng.choice(len(moves), p=weights / weights.sum()))]
-        move = tree.best_move()
-        return move if move is not None else next(iter(tree.board.legal_moves))
+        if self.temperature > 0 and visits.sum() > 0 and not result.mate_in:
+            return moves[choose_by_visits(visits, self.temperature, self.rng)]
+        move = result.best_move
+        return move if move is not None else next(iter(request.history.board.legal_moves))
 
     @staticmethod
-    def _info_line(tree: SearchTree, elapsed: float) -> str:
-        nodes = int(tree.root.n) if tree.root is not None else 0
-        mate = tree.mate_in()
+    def _info_line(result: SearchResult, elapsed: float) -> str:
+        nodes = int(result.nodes)
+        mate = result.mate_in
         score = (
             f"mate {(mate + (1 if mate > 0 else -1)) // 2}"
             if mate
-            else (f"cp {value_to_cp(tree.root_value())}")
+            else (f"cp {value_to_cp(result.value)}")
         )
-        pv = " ".join(m.uci() for m in tree.pv(32))
-        nps = int(tree.started / elapsed) if elapsed > 0 else 0
-        depth = max(1, tree.max_depth)
+        pv = " ".join(m.uci() for m in result.pv[:32])
+        nps = int(result.simulations / elapsed) if elapsed > 0 else 0
+        depth = max(1, result.depth)
         return (
             f"info depth {depth} seldepth {depth} nodes {nodes} nps {nps} "
             f"score {score} time {int(elapsed * 1000)} pv {pv}"

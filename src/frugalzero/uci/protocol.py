@@ -1,17 +1,14 @@
-"""``frugalzero uci``: our network and search as a UCI engine for any chess GUI or lichess-bot.
+"""The UCI protocol: reading commands, keeping the position, options, the clock, and a search
+thread that can be stopped at once. What searches is a ``Searcher`` (``frugalzero.uci.searcher``
+has ours); this module knows nothing of networks or trees.
 
-The protocol side lives here: reading commands, keeping the position, options, the clock, and a
-search thread that can be stopped at once. Anything malformed (an unknown command, a bad FEN, an
-illegal move, ``go nodes abc``) is answered with ``info string …`` and ignored: the engine keeps
-answering and never starts an unbounded search unless told ``go infinite``.
-"""
+Anything malformed (an unknown command, a bad FEN, an illegal move, ``go nodes abc``) is
+answered with ``info string …`` and ignored: the engine keeps answering and never starts an
+unbounded search unless told ``go infinite``."""
 
 from __future__ import annotations
 
-import argparse
-import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TextIO
@@ -384,23 +381,3 @@ def _is_uci(text: str) -> bool:
         return True
     except ValueError:
         return False
-
-
-def deadline_after(seconds: float | None) -> float | None:
-    return None if seconds is None else time.monotonic() + seconds
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("uci", help="play as a UCI engine on stdin/stdout")
-    parser.add_argument("--net", default="default", help="network file, or 'default'")
-    parser.add_argument("--nodes", type=int, default=400, help="nodes per move without a clock")
-    parser.set_defaults(handler=_main)
-
-
-def _main(args: argparse.Namespace) -> int:
-    from frugalzero.uci_search import NetSearcher, searcher_options
-
-    searcher = NetSearcher(args.net, default_nodes=args.nodes)
-    UciEngine(searcher, sys.stdin, sys.stdout, searcher_options(args.nodes)).run()
-    searcher.close()
-    return 0

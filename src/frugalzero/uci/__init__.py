@@ -1,0 +1,38 @@
+"""``frugalzero uci``: our network and search as a UCI engine for any chess GUI or lichess-bot.
+
+* ``frugalzero.uci.protocol`` -- the command loop (``UciEngine``), its options (``Option``),
+  ``parse_go`` / ``GoLimits``, ``parse_position``, ``time_budget``, and what it asks of a
+  searcher (``SearchRequest``, the ``Searcher`` protocol). No network, no tree.
+* ``frugalzero.uci.searcher`` -- ``NetSearcher``: a network file with our MCTS, one game at a
+  time, the tree kept from move to move; ``searcher_options`` are its UCI options.
+* ``frugalzero.uci.cli`` -- the ``frugalzero uci`` command.
+
+The searcher depends on the protocol's types, never the other way round.
+"""
+
+from frugalzero.uci.protocol import (
+    ENGINE_NAME,
+    GoLimits,
+    Option,
+    Searcher,
+    SearchRequest,
+    UciEngine,
+    parse_go,
+    parse_position,
+    time_budget,
+)
+from frugalzero.uci.searcher import NetSearcher, searcher_options
+
+__all__ = [
+    "ENGINE_NAME",
+    "GoLimits",
+    "NetSearcher",
+    "Option",
+    "SearchRequest",
+    "Searcher",
+    "UciEngine",
+    "parse_go",
+    "parse_position",
+    "searcher_options",
+    "time_budget",
+]
