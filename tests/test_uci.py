@@ -108,6 +108,23 @@ def test_stop_after_go_infinite_answers_at_once(raw_engine):
     assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
 
 
+@pytest.mark.parametrize(
+    ("fen", "score"),
+    [
+        ("7k/p7/6K1/8/8/8/8/1R6 b - - 0 1", "mate -1"),  # Black moves, then Rb8 mates
+        ("6k1/8/6K1/8/8/8/8/R7 w - - 0 1", "mate 1"),  # Ra8 mates
+        ("6k1/8/5K2/8/8/8/8/R7 w - - 0 1", "mate 2"),  # Rh1, then Rh8 mates
+    ],
+)
+def test_proven_mates_are_scored_in_moves(raw_engine, fen, score):
+    send, wait_for = raw_engine
+    send(f"position fen {fen}")
+    send("go nodes 400")
+    _, seen = wait_for("bestmove")
+    info = [line for line in seen if line.startswith("info depth")][-1]
+    assert f" score {score} " in info
+
+
 def test_with_two_seconds_on_the_clock_it_moves_well_under_a_second(raw_engine):
     send, wait_for = raw_engine
     send("position startpos moves d2d4")

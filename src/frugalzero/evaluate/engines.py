@@ -20,7 +20,7 @@ import chess.engine
 
 from frugalzero.errors import UserError
 from frugalzero.evaluate.specs import EngineSpec, check_executable
-from frugalzero.values import MATE_CP, score_cp, value_to_cp  # noqa: F401  (netplayer, uci_search)
+from frugalzero.values import score_cp
 
 
 class PlayerFailure(Exception):

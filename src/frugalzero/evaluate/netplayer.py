@@ -22,10 +22,11 @@ import numpy as np
 
 from frugalzero.config import from_dict, parse_override
 from frugalzero.errors import UserError
-from frugalzero.evaluate.engines import MATE_CP, Played, Player, value_to_cp
+from frugalzero.evaluate.engines import Played, Player
 from frugalzero.evaluate.specs import EngineSpec
 from frugalzero.search import Driver, SearchConfig, SearchTree
 from frugalzero.search.config import PLAY_SETTINGS
+from frugalzero.values import score_cp, search_score, value_to_cp
 
 
 def net_configs(spec: EngineSpec, seats: int):
@@ -63,11 +64,7 @@ class _Request:
 
     def on_search_done(self) -> bool:  # the Driver's SearchTask protocol
         searched = self.tree.result()
-        mate = searched.mate_in
-        if mate:
-            score = (MATE_CP - (abs(mate) + 1) // 2) * (1 if mate > 0 else -1)
-        else:
-            score = value_to_cp(searched.value)
+        score = score_cp(search_score(searched.value, searched.mate_in))
         self.result = Played(searched.best_move, score, searched.depth, searched.simulations)
         return False
 

@@ -19,6 +19,7 @@ import numpy as np
 from frugalzero.search import SearchConfig, SearchResult, SearchTree, search
 from frugalzero.search.puct import choose_by_visits
 from frugalzero.uci.protocol import Option, SearchRequest
+from frugalzero.values import search_score, uci_score
 
 INFO_INTERVAL = 0.5  # seconds between info lines
 
@@ -30,12 +31,6 @@ def searcher_options(default_nodes: int) -> list[Option]:
         Option("Threads", "spin", "0", 0, 256),
         Option("Temperature", "string", "0"),
     ]
-
-
-def value_to_cp(value: float) -> int:
-    from frugalzero.evaluate.engines import value_to_cp as convert
-
-    return convert(value)
 
 
 class NetSearcher:
@@ -151,12 +146,7 @@ class NetSearcher:
     @staticmethod
     def _info_line(result: SearchResult, elapsed: float) -> str:
         nodes = int(result.nodes)
-        mate = result.mate_in
-        score = (
-            f"mate {(mate + (1 if mate > 0 else -1)) // 2}"
-            if mate
-            else (f"cp {value_to_cp(result.value)}")
-        )
+        score = uci_score(search_score(result.value, result.mate_in))
         pv = " ".join(m.uci() for m in result.pv[:32])
         nps = int(result.simulations / elapsed) if elapsed > 0 else 0
         depth = max(1, result.depth)
