@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from frugalzero.chess.encoding import HISTORY, NUM_PLANES, encode, frames_array
 from frugalzero.chess.history import (
     GameHistory,
-    _replayed_frames,
     board_frames,
     net_input_from_board,
 )
@@ -89,7 +88,7 @@ def test_matches_reference_with_repetitions_and_fen_start():
 @given(seed=st.integers(0, 10_000), plies=st.integers(0, 200))
 def test_stack_reading_equals_replaying(seed, plies):
     board = random_boards(1, seed=seed, max_plies=plies)[0]
-    assert board_frames(board) == _replayed_frames(board)
+    assert board_frames(board) == GameHistory.of_board(board).frames()
 
 
 def test_mirrored_position_gives_the_same_planes():

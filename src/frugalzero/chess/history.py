@@ -63,6 +63,14 @@ class GameHistory:
         self._counts: dict[tuple, int] = {}
         self._record()
 
+    @classmethod
+    def of_board(cls, board: chess.Board) -> GameHistory:
+        """The game that led to ``board``: its root and its whole move stack."""
+        history = cls(board.root())
+        for move in board.move_stack:
+            history.push(move)
+        return history
+
     def _record(self) -> None:
         key = position_key(self.board)
         seen = self._counts.get(key, 0)
@@ -114,7 +122,7 @@ def board_frames(board: chess.Board) -> list[Frame]:
     """
     states = getattr(board, "_stack", None)
     if states is None or len(states) != len(board.move_stack):
-        return _replayed_frames(board)
+        return GameHistory.of_board(board).frames()
     # Positions newest first: 0 is the board, k >= 1 is states[-k]. Position j can only repeat
     # positions j+2, j+4, ... within its no-progress window (a pawn move or capture makes every
     # earlier position unreachable), and only if the occupied squares agree, which is cheap.
@@ -162,13 +170,6 @@ def _snapshot_state(state) -> tuple:
         state.restore(scratch)
         ep = state.ep_square if scratch.has_legal_en_passant() else None
     return pieces, state.turn, state.castling_rights, ep, state.halfmove_clock
-
-
-def _replayed_frames(board: chess.Board) -> list[Frame]:
-    history = GameHistory(board.root())
-    for move in board.move_stack:
-        history.push(move)
-    return history.frames()
 
 
 @dataclass(slots=True)

@@ -298,7 +298,7 @@ class SearchTree:
     # -- internals ----------------------------------------------------------------------------
     def _begin(self, game: GameHistory | chess.Board) -> None:
         """A new tree at ``game``'s position."""
-        self.history = game.copy() if isinstance(game, GameHistory) else _history_of(game)
+        self.history = game.copy() if isinstance(game, GameHistory) else GameHistory.of_board(game)
         self._new_root(None)
 
     def _new_root(self, node: Node | None) -> None:
@@ -680,11 +680,3 @@ def _best_child(node: Node) -> int | None:
     if len(candidates) == 1:
         return int(candidates[0])
     return int(candidates[np.argmax(node.Q[candidates])])
-
-
-def _history_of(board: chess.Board) -> GameHistory:
-    """A GameHistory with ``board``'s whole move stack (for its history planes)."""
-    history = GameHistory(board.root())
-    for move in board.move_stack:
-        history.push(move)
-    return history
