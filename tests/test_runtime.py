@@ -106,9 +106,9 @@ def test_precision_table(monkeypatch, precision, kind, training, cpu_bf16, cuda_
 
 
 def test_resolve_device():
-    assert rd.resolve_device("cpu") == torch.device("cpu")
+    assert rd.resolve_device("cpu", "evaluator") == torch.device("cpu")
     expected = "cuda" if torch.cuda.is_available() else "cpu"
-    assert rd.resolve_device("auto").type == expected
+    assert rd.resolve_device("auto", "evaluator").type == expected
     with pytest.raises(UserError, match=r"^train config: device 'gpu' is not a device$"):
         rd.resolve_device("gpu", "train config")
     if not torch.cuda.is_available():

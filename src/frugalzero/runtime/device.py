@@ -15,7 +15,7 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 """Precision names as configs spell them, and their torch dtypes."""
 
 
-def resolve_device(name: str, section: str = "device") -> torch.device:
+def resolve_device(name: str, section: str) -> torch.device:
     """``name`` ('auto' = CUDA when present, else CPU) as a device; a name that is not a device,
     or CUDA on a machine without it, is a UserError naming ``section`` (the config)."""
     if name == "auto":
