@@ -47,8 +47,3 @@ def emit(result: dict[str, Any], as_json: bool, title: str = "") -> None:
     for key, value in result.items():
         table.add_row(key, _fmt(value))
     Console(file=sys.stdout).print(table)
-
-
-def stderr_console() -> Console:
-    """Where progress goes, so stdout stays clean for --json."""
-    return Console(file=sys.stderr)

@@ -65,11 +65,11 @@ def _train_step(arch: str):
     trainer uses), channels-last."""
     import torch
 
-    from frugalzero.nn.evaluator import cpu_has_native_bf16
     from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.runtime.device import cpu_has_native_bf16, place
 
     torch.manual_seed(0)
-    net = PolicyValueNet(architecture(arch)).to(memory_format=torch.channels_last).train()
+    net = place(PolicyValueNet(architecture(arch)), torch.device("cpu"), True).train()
     optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     bf16 = cpu_has_native_bf16()
 

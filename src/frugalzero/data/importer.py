@@ -20,6 +20,8 @@ from typing import Any
 from frugalzero.data.pgn import ChunkResult, RawGame, Skipped, import_chunk, split_games
 from frugalzero.data.shards import ShardWriter
 from frugalzero.errors import UserError
+from frugalzero.runtime.cores import available_cores
+from frugalzero.runtime.files import atomic_write_text
 
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
@@ -53,11 +55,6 @@ def _chunks(files: list[Path], size: int, progress: list[int]):
         progress[0] = 0
 
 
-def default_workers() -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, cores or 1)
-
-
 def import_pgn(
     files: list[str | Path],
     out_dir: str | Path,
@@ -73,7 +70,7 @@ def import_pgn(
         if not path.is_file():
             raise UserError(f"{path}: no such PGN file")
     out = Path(out_dir)
-    workers = workers or default_workers()
+    workers = workers or available_cores()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     prefix = f"pgn-{stamp}-{os.getpid()}"
     total_bytes = sum(p.stat().st_size for p in paths)
@@ -143,9 +140,7 @@ def import_pgn(
         "positions_per_s": round(stats["positions"] / elapsed, 1) if elapsed > 0 else 0.0,
     }
     summary["bytes_per_position"] = round(summary["shard_bytes"] / max(1, stats["positions"]), 2)
-    from frugalzero.nn.checkpoint import atomic_write_bytes
-
-    atomic_write_bytes(out / f"{prefix}-import.json", json.dumps(summary, indent=1).encode())
+    atomic_write_text(out / f"{prefix}-import.json", json.dumps(summary, indent=1))
     return summary
 
 
@@ -173,28 +168,15 @@ class _progress:
     """A rich progress bar on stderr (bytes read), or nothing."""
 
     def __init__(self, enabled: bool, total: int) -> None:
-        self.bar = None
-        if enabled:
-            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+        from frugalzero.runtime.progress import progress_bar
 
-            from frugalzero.report import stderr_console
-
-            self.bar = Progress(
-                "[bold]import-pgn",
-                BarColumn(),
-                DownloadColumn(),
-                TimeRemainingColumn(),
-                "{task.fields[games]} games",
-                console=stderr_console(),
-                transient=True,
-            )
-            self.task = self.bar.add_task("import", total=total, games=0)
-            self.bar.start()
+        columns = ("bytes", "remaining", "{task.fields[games]} games")
+        self.bar = progress_bar("[bold]import-pgn", *columns, transient=True, enabled=enabled)
+        self.task = self.bar.add_task("import", total=total, games=0)
+        self.bar.start()
 
     def update(self, done: int, stats: Counter) -> None:
-        if self.bar is not None:
-            self.bar.update(self.task, completed=done, games=stats["games"])
+        self.bar.update(self.task, completed=done, games=stats["games"])
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+        self.bar.stop()

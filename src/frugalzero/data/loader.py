@@ -10,7 +10,6 @@ and the policy. ``iterate_in_order`` reads a fixed set (validation) in order, un
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
@@ -25,6 +24,7 @@ from frugalzero.data import codec
 from frugalzero.data.replay import LegalCache, ReplayError, Sample, replay_game, stack_history
 from frugalzero.data.selection import Part, Selection, replay_window, select_all
 from frugalzero.data.shards import ShardError, read_columns, warn
+from frugalzero.runtime.cores import available_cores
 
 
 @dataclass
@@ -149,8 +149,7 @@ def auto_workers() -> int:
     """
     if not torch.cuda.is_available():
         return 0
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(0, min(4, (cores or 1) - 1))
+    return max(0, min(4, available_cores() - 1))
 
 
 def _games(parts: list[Part], rng: np.random.Generator | None, open_shards: int, stride, offset):

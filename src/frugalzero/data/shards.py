@@ -17,10 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import lzma
-import os
 import struct
 import sys
-import tempfile
 import time
 import zlib
 from collections.abc import Iterable, Sequence
@@ -30,6 +28,7 @@ from pathlib import Path
 from frugalzero.data import codec
 from frugalzero.data.records import GameRecord
 from frugalzero.errors import UserError
+from frugalzero.runtime.files import atomic_write_bytes
 
 MAGIC = b"FZSHARD1"
 SUFFIX = ".fzs"
@@ -237,34 +236,10 @@ def scan_shards(sources: Iterable[str | Path], verify: bool = True) -> list[Shar
     return sorted(infos, key=lambda i: i.order_key)
 
 
-def _link_new(data: bytes, directory: Path, name: str) -> Path:
-    """Write ``data`` to a hidden temp file, fsync it, then hard-link it to ``name`` (which
-    must not exist): readers never see a partial shard and nothing is overwritten."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        target = directory / name
-        try:
-            os.link(tmp, target)
-        except (PermissionError, NotImplementedError):  # file systems without hard links
-            if target.exists():
-                raise FileExistsError(target) from None
-            os.replace(tmp, target)
-        return target
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
 def write_shard(
     path: str | Path, records: Sequence[GameRecord], compression: str = "zlib", level: int = 9
 ) -> Path:
     """Write ``records`` as one shard at ``path`` (atomically; replaces an existing file)."""
-    from frugalzero.nn.checkpoint import atomic_write_bytes
-
     path = Path(path)
     columns = codec.concat([codec.encode_game(r) for r in records])
     atomic_write_bytes(path, shard_bytes(columns, compression, level))
@@ -339,7 +314,7 @@ class ShardWriter:
             if (self.out_dir / name).exists():
                 continue
             try:
-                path = _link_new(data, self.out_dir, name)
+                path = atomic_write_bytes(self.out_dir / name, data, replace=False)
                 break
             except FileExistsError:
                 continue

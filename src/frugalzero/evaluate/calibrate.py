@@ -28,7 +28,7 @@ from frugalzero.evaluate.elo import Z95, mle_ratings
 from frugalzero.evaluate.match import MatchConfig, play_match
 from frugalzero.evaluate.pgn import GameOutcome
 from frugalzero.evaluate.specs import parse_spec
-from frugalzero.nn.checkpoint import atomic_write_bytes
+from frugalzero.runtime.files import atomic_write_text
 
 ANCHOR = ("glaurung?nodes=100000", 2793.0)
 """Glaurung 2.2 (Debian ``glaurung``), CCRL 40/40 2793: an engine that cannot change."""
@@ -157,7 +157,7 @@ class CalibrationState:
             "games": self.games,
         }
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.path, json.dumps(data, indent=0).encode("utf-8"))
+        atomic_write_text(self.path, json.dumps(data, indent=0))
 
 
 def run_calibration(

@@ -106,7 +106,8 @@ def _elo(args: argparse.Namespace) -> int:
     from frugalzero.errors import UserError
     from frugalzero.evaluate.elo import mle_ratings
     from frugalzero.evaluate.pgn import PgnStats, read_results
-    from frugalzero.report import emit, stderr_console
+    from frugalzero.report import emit
+    from frugalzero.runtime.progress import stderr_console
 
     anchors = {}
     for text in args.anchor:
@@ -229,7 +230,8 @@ def _climb(args: argparse.Namespace, table) -> int:
         select_rungs,
     )
     from frugalzero.evaluate.match import play_match
-    from frugalzero.report import emit, stderr_console
+    from frugalzero.report import emit
+    from frugalzero.runtime.progress import stderr_console
 
     rungs = select_rungs(table, args.rungs.split(",") if args.rungs else None)
     adjudication = table.meta.get("adjudication")
@@ -295,8 +297,8 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     from frugalzero.errors import UserError
     from frugalzero.evaluate.calibrate import CalibrationConfig, make_table, run_calibration
-    from frugalzero.nn.checkpoint import atomic_write_bytes
     from frugalzero.report import emit
+    from frugalzero.runtime.files import atomic_write_text
 
     config = CalibrationConfig(
         games=args.games_per_pair,
@@ -310,7 +312,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     )
     command = f"frugalzero ladder --calibrate --games-per-pair {args.games_per_pair}"
     table = make_table(state, config, command)
-    atomic_write_bytes(Path(args.out), (json.dumps(table, indent=1) + "\n").encode("utf-8"))
+    atomic_write_text(Path(args.out), json.dumps(table, indent=1) + "\n")
     rungs = {
         r["name"]: f"{r['elo']:.0f} ± {r['ci95'][1] - r['elo']:.0f} ({r['games']} games)"
         for r in table["rungs"]

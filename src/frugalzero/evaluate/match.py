@@ -244,7 +244,7 @@ async def run_match(
     spec_a: EngineSpec, spec_b: EngineSpec, config: MatchConfig, on_game: OnGame | None = None
 ) -> MatchResult:
     """Play the match inside a running event loop."""
-    from frugalzero.nn.evaluator import available_cores
+    from frugalzero.runtime.cores import available_cores
 
     if config.games < 1:
         raise UserError(f"games must be at least 1, not {config.games}")

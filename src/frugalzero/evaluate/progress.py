@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from frugalzero.report import stderr_console
+from frugalzero.runtime.progress import progress_bar
 
 
 def elo_text(elo: float, lo: float, hi: float) -> str:
@@ -20,14 +18,8 @@ class MatchProgress:
     """``with MatchProgress(a, b, games) as bar: bar.update(tally)``."""
 
     def __init__(self, name_a: str, name_b: str, games: int, label: str = "") -> None:
-        self.progress = Progress(
-            TextColumn("[bold]{task.fields[label]}"),
-            BarColumn(bar_width=20),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[line]}"),
-            TimeElapsedColumn(),
-            console=stderr_console(),
-            transient=False,
+        self.progress = progress_bar(
+            "[bold]{task.fields[label]}", "count", "{task.fields[line]}", "elapsed", bar_width=20
         )
         self.label = label or f"{name_a} vs {name_b}"
         self.task = None

@@ -72,34 +72,19 @@ def _check_count(name: str, value: int) -> None:
 
 
 def _progress(total: int, what: str):
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from frugalzero.runtime.progress import progress_bar
 
-    from frugalzero.report import stderr_console
-
-    return Progress(
-        TextColumn(f"[bold]{what}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[labels]:,} labels  {task.fields[rate]:,.0f}/s"),
-        TimeElapsedColumn(),
-        console=stderr_console(),
-        transient=False,
-    )
+    rate = "{task.fields[labels]:,} labels  {task.fields[rate]:,.0f}/s"
+    return progress_bar(f"[bold]{what}", "count", rate, "elapsed")
 
 
 def _write_config(out: Path, name: str, config, notes: dict) -> None:
     """The resolved config (loadable with --config), run facts as comments above it."""
     from frugalzero.config import dump_toml, to_dict
-    from frugalzero.nn.checkpoint import atomic_write_bytes
+    from frugalzero.runtime.files import atomic_write_text
 
     head = "".join(f"# {key}: {value}\n" for key, value in notes.items())
-    atomic_write_bytes(out / name, (head + dump_toml(to_dict(config))).encode())
+    atomic_write_text(out / name, head + dump_toml(to_dict(config)))
 
 
 def _explore(args: argparse.Namespace) -> int:

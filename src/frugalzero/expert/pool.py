@@ -27,6 +27,7 @@ from frugalzero.errors import UserError
 from frugalzero.expert.engine import EngineConfig, resolve_command
 from frugalzero.expert.playout import AnalyseTask, Label
 from frugalzero.expert.worker import worker_main
+from frugalzero.runtime.cores import available_cores
 
 PREFETCH = 2  # tasks a worker holds: it never waits for its next one
 START_GRACE_S = 30.0  # spawning a worker process and importing python-chess
@@ -58,12 +59,6 @@ class _Worker:
     failed_starts: int = 0
     pid: int = 0  # the engine's
     name: str = ""
-
-
-def available_cores() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class StockfishPool:

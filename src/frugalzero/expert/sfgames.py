@@ -146,13 +146,13 @@ class PgnWriter:
             self.flush()
 
     def flush(self) -> None:
-        from frugalzero.nn.checkpoint import atomic_write_bytes
+        from frugalzero.runtime.files import atomic_write_text
 
         if not self._games:
             return
         while (path := self.out_dir / f"{self.prefix}-{self._seq:06d}.pgn").exists():
             self._seq += 1
-        atomic_write_bytes(path, "".join(self._games).encode())
+        atomic_write_text(path, "".join(self._games))
         self._seq += 1
         self._games = []
         self.paths.append(path)

@@ -11,9 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -27,6 +25,7 @@ from safetensors.torch import save as st_save
 from frugalzero.chess.encoding import ENCODING_SPEC
 from frugalzero.errors import UserError
 from frugalzero.nn.model import NetConfig, PolicyValueNet
+from frugalzero.runtime.files import atomic_write_bytes
 
 FORMAT = "frugalzero-net/1"
 _META_KEY = "frugalzero"
@@ -75,22 +74,6 @@ def _digest(tensors: dict[str, torch.Tensor]) -> hashlib._Hash:
 def _checksum(meta_json: dict[str, Any], weights_digest: str) -> str:
     body = json.dumps(meta_json, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256((body + weights_digest).encode()).hexdigest()
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file so that readers see the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide shared files from other users
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_net(net: PolicyValueNet, path: str | Path, meta: NetMeta | None = None) -> NetMeta:

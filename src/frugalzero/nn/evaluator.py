@@ -13,8 +13,8 @@ runs everything in the caller (tests, tiny jobs, machines with one core).
 
 from __future__ import annotations
 
+import copy
 import multiprocessing as mp
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -30,6 +30,15 @@ from frugalzero.chess.encoding import FRAME_WORDS, HISTORY, encode, frames_array
 from frugalzero.chess.history import NetInput, net_input_from_board
 from frugalzero.config import check
 from frugalzero.nn.model import NetConfig, PolicyValueNet, value_from_output
+from frugalzero.runtime.cores import available_cores
+from frugalzero.runtime.device import (
+    compile_module,
+    place,
+    resolve_device,
+    resolve_precision,
+    set_threads,
+)
+from frugalzero.runtime.weights import arrays_to_state_dict, weights_to_arrays
 from frugalzero.search.types import Evaluation
 
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # frames, meta, index, counts
@@ -67,48 +76,19 @@ class EvaluatorConfig:
         check(self, "evaluator", checks)
 
 
-def available_cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-def cpu_has_native_bf16() -> bool:
-    """True on CPUs with AMX or AVX-512 BF16, where bf16 convolutions are much faster."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="ignore") as handle:
-            flags = next((line for line in handle if line.startswith("flags")), "")
-    except OSError:
-        return False
-    return " amx_bf16" in flags or " avx512_bf16" in flags
-
-
 class NetRunner:
-    """A network on its device, with the precision and layout chosen once."""
+    """A copy of a network on its device, with the precision and layout chosen once; the
+    caller's network is never moved, converted or switched to eval mode."""
 
     def __init__(
         self, net: PolicyValueNet, config: EvaluatorConfig, threads: int, compile: bool = False
     ) -> None:
-        name = config.device
-        if name == "auto":
-            name = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device = torch.device(name)
-        precision = config.precision
-        if precision == "auto":
-            if self.device.type == "cuda":
-                precision = "fp16"
-            else:
-                precision = "bf16" if cpu_has_native_bf16() else "fp32"
-        self.precision = precision
-        self.dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[
-            precision
-        ]
+        self.device = resolve_device(config.device, "evaluator")
+        self.precision, self.dtype = resolve_precision(config.precision, self.device)
         self.channels_last = config.channels_last
         self.threads = threads
-        if self.device.type == "cpu":
-            torch.set_num_threads(threads)
-        net = net.to(self.device).eval()
-        self.net = net.to(memory_format=torch.channels_last) if config.channels_last else net
+        set_threads(threads, self.device)
+        self.net = place(copy.deepcopy(net), self.device, config.channels_last).eval()
         self.head = net.config.value_head
         self._model = self.net
         self.compiled = False
@@ -116,19 +96,10 @@ class NetRunner:
             self._compile()
 
     def _compile(self) -> None:
-        import shutil
-
-        if self.device.type == "cpu" and not (shutil.which("g++") or shutil.which("c++")):
-            return  # inductor's CPU backend needs a C++ compiler; eager is the fallback
-        import torch._inductor.config as inductor
-
-        inductor.freezing = True  # weights become constants: prepacked, BN folded
-        self._model = torch.compile(self.net)
-        try:
-            self.forward(torch.zeros(64, self.net.config.input_planes, 8, 8))
-            self.compiled = True
-        except Exception:  # any compiler trouble: stay correct, just slower
-            self._model = self.net
+        planes = torch.zeros(64, self.net.config.input_planes, 8, 8)
+        self._model, self.compiled = compile_module(
+            self.net, self.device, freeze=True, probe=lambda model: self._forward(model, planes)
+        )
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.net.load_state_dict(state)
@@ -138,12 +109,15 @@ class NetRunner:
 
     def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The network alone on ready planes, exactly as evaluation runs it."""
+        return self._forward(self._model, planes)
+
+    def _forward(self, model, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = planes.to(self.device, non_blocking=True)
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         autocast = self.dtype != torch.float32
         with torch.inference_mode(), torch.autocast(self.device.type, self.dtype, enabled=autocast):
-            return self._model(x)
+            return model(x)
 
     def run(
         self, frames: np.ndarray, meta: np.ndarray, index: np.ndarray, counts: np.ndarray
@@ -217,9 +191,10 @@ def _serve(
     """Inference process: take the weights, then answer batch slots in order until the pipe
     closes."""
     net = PolicyValueNet(NetConfig(**net_config))
-    net.load_state_dict({k: torch.from_numpy(v) for k, v in conn.recv().items()})
+    net.load_state_dict(arrays_to_state_dict(conn.recv()))
     config = EvaluatorConfig(**config)
     runner = NetRunner(net, config, threads, compile=config.compile != "off")
+    del net  # the runner works on its own copy
     slots = _Slots(shm[1], shm[2], name=shm[0])
     conn.send(("ready", runner.precision, runner.compiled))
     busy = positions = batches = 0
@@ -235,7 +210,7 @@ def _serve(
                 conn.send(("stats", {"busy_s": busy, "batches": batches, "positions": positions}))
                 continue
             if message[0] == "weights":
-                runner.load_state_dict({k: torch.from_numpy(v) for k, v in message[1].items()})
+                runner.load_state_dict(arrays_to_state_dict(message[1]))
                 continue
             slot, n, width = message
             view = slots.views[slot]
@@ -288,7 +263,7 @@ class _ProcessBackend:
         self._proc.start()
         child.close()
         try:
-            self._conn.send({k: v.detach().cpu().numpy() for k, v in net.state_dict().items()})
+            self._conn.send(weights_to_arrays(net))
             _, self.precision, self.compiled = self._conn.recv()
         except (EOFError, OSError):
             self._proc.join(timeout=5)
@@ -355,9 +330,7 @@ class _ProcessBackend:
     def load_weights(self, net: PolicyValueNet) -> None:
         while self._in_flight:  # answered batches keep the weights they were sent with
             self._finish_oldest()
-        self._conn.send(
-            ("weights", {k: v.detach().cpu().numpy() for k, v in net.state_dict().items()})
-        )
+        self._conn.send(("weights", weights_to_arrays(net)))
 
     def close(self) -> None:
         try:

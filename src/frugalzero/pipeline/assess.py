@@ -9,9 +9,9 @@ import io
 from pathlib import Path
 from typing import Any
 
-from frugalzero.nn.checkpoint import atomic_write_bytes
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.state import RunState
+from frugalzero.runtime.files import atomic_write_text
 
 RANDOM = "random"
 ELO_COLUMNS = [
@@ -199,4 +199,4 @@ def write_elo_csv(run_dir: Path, config: RunConfig, state: RunState, ratings) ->
                 int(r.accepted),
             ]
         )
-    atomic_write_bytes(run_dir / "elo.csv", text.getvalue().encode())
+    atomic_write_text(run_dir / "elo.csv", text.getvalue())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -57,10 +56,11 @@ def _run(args: argparse.Namespace) -> int:
 
     from frugalzero.pipeline.loop import RunLoop
     from frugalzero.report import to_json
+    from frugalzero.runtime.progress import stderr_console
 
     run_dir, config = run_config(args)
     run_dir.mkdir(parents=True, exist_ok=True)
-    console = Console(file=sys.stderr)
+    console = stderr_console()
     loop = RunLoop(config, run_dir, console)
     loop.write_config()
     resumed = loop.state.iteration or loop.state.step != "generate"

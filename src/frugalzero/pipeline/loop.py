@@ -19,17 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from frugalzero.config import dump_toml, to_dict
-from frugalzero.nn.checkpoint import NetMeta, atomic_write_bytes, load_net, save_net
+from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
 from frugalzero.pipeline.assess import evaluate_iteration, final_matches, rate_iterations
 from frugalzero.pipeline.budget import fraction_left, scaled
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.generate import generate
 from frugalzero.pipeline.state import IterationRecord, RunState
 from frugalzero.report import to_json
+from frugalzero.runtime.files import atomic_write_text
+from frugalzero.runtime.progress import progress_bar
 from frugalzero.scale.runner import runner_for
 
 INITIAL_NET = "nets/iter-0000.safetensors"
@@ -123,7 +125,7 @@ class RunLoop:
         self.metrics.close()
         summary = self.summary()
         if s.finished:
-            atomic_write_bytes(self.dir / "summary.json", (to_json(summary) + "\n").encode())
+            atomic_write_text(self.dir / "summary.json", to_json(summary) + "\n")
         return summary
 
     def _generate(self) -> None:
@@ -258,13 +260,12 @@ class RunLoop:
         self.save()
 
     def _progress(self) -> Progress:
-        return Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-            console=self.console,
+        return progress_bar(
+            "{task.description}",
+            "{task.completed}/{task.total}",
+            "elapsed",
             transient=True,
+            console=self.console,
         )
 
     # -- the end ------------------------------------------------------------------------------
@@ -325,7 +326,7 @@ class RunLoop:
         return table
 
     def write_config(self) -> None:
-        atomic_write_bytes(self.dir / "config.toml", dump_toml(to_dict(self.config)).encode())
+        atomic_write_text(self.dir / "config.toml", dump_toml(to_dict(self.config)))
 
 
 def _pct(score: float | None) -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.errors import UserError
-from frugalzero.nn.checkpoint import atomic_write_bytes
 from frugalzero.report import plain
+from frugalzero.runtime.files import atomic_write_text
 
 STATE_FILE = "state.json"
 
@@ -62,7 +62,7 @@ class RunState:
 
     def save(self, run_dir: Path) -> None:
         data = json.dumps(plain(dataclasses.asdict(self)), indent=1, allow_nan=False)
-        atomic_write_bytes(run_dir / STATE_FILE, data.encode())
+        atomic_write_text(run_dir / STATE_FILE, data)
 
     @classmethod
     def load(cls, run_dir: Path) -> RunState | None:

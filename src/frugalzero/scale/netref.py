@@ -8,10 +8,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-
 from frugalzero.nn.model import NetConfig, PolicyValueNet
+from frugalzero.runtime.weights import arrays_to_state_dict, weights_to_arrays
 
 
 def net_payload(net: PolicyValueNet, net_id: str) -> dict[str, Any]:
@@ -19,16 +17,14 @@ def net_payload(net: PolicyValueNet, net_id: str) -> dict[str, Any]:
     return {
         "architecture": dataclasses.asdict(net.config),
         "net_id": net_id,
-        "weights": {k: v.detach().cpu().numpy() for k, v in net.state_dict().items()},
+        "weights": weights_to_arrays(net),
     }
 
 
 def build_net(payload: dict[str, Any]) -> PolicyValueNet:
     """The network of a payload, in eval mode on the CPU."""
     net = PolicyValueNet(NetConfig(**payload["architecture"]))
-    # the object store hands out read-only arrays; torch wants writable memory
-    state = {k: torch.from_numpy(np.array(v)) for k, v in payload["weights"].items()}
-    net.load_state_dict(state)
+    net.load_state_dict(arrays_to_state_dict(payload["weights"]))
     return net.eval()
 
 

@@ -32,7 +32,7 @@ def connect(address: str, config: RayConfig | None = None) -> bool:
         raise UserError("--ray needs an address: 'local', or the head's HOST:PORT")
     quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
     if address == "local":
-        from frugalzero.nn.evaluator import available_cores
+        from frugalzero.runtime.cores import available_cores
 
         ray.init(
             address="local",

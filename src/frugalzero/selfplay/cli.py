@@ -38,12 +38,12 @@ def _selfplay(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from frugalzero.config import dump_toml, to_dict
     from frugalzero.data.shards import ShardWriter
-    from frugalzero.nn.checkpoint import atomic_write_bytes, resolve_net_path
-    from frugalzero.report import emit, stderr_console, to_json
+    from frugalzero.nn.checkpoint import resolve_net_path
+    from frugalzero.report import emit, to_json
+    from frugalzero.runtime.files import atomic_write_text
+    from frugalzero.runtime.progress import progress_bar
     from frugalzero.scale.config import RayConfig
     from frugalzero.scale.runner import runner_for
     from frugalzero.selfplay.stats import selfplay_stats
@@ -54,19 +54,13 @@ def _selfplay(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     prefix = f"{config.method}-{stamp}-s{config.seed}"
-    atomic_write_bytes(out / f"{prefix}.config.toml", dump_toml(to_dict(config)).encode())
+    atomic_write_text(out / f"{prefix}.config.toml", dump_toml(to_dict(config)))
 
     records = []
     start = time.perf_counter()
-    columns = (
-        TextColumn("self-play"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("games  {task.fields[positions]} positions"),
-        TimeElapsedColumn(),
-    )
+    columns = ("count", "games  {task.fields[positions]} positions", "elapsed")
     with (
-        Progress(*columns, console=stderr_console(), transient=False) as bar,
+        progress_bar("self-play", *columns) as bar,
         ShardWriter(out, prefix, games_per_shard=config.games_per_shard) as writer,
     ):
         task = bar.add_task("games", total=config.games, positions=0)
@@ -95,6 +89,6 @@ def _selfplay(args: argparse.Namespace) -> int:
         "shards": [str(p) for p in writer.paths],
         "net": str(net_path),
     }
-    atomic_write_bytes(out / f"{prefix}.stats.json", (to_json(result) + "\n").encode())
+    atomic_write_text(out / f"{prefix}.stats.json", to_json(result) + "\n")
     emit(result, args.json, title="self-play")
     return 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.data.records import GameRecord
-from frugalzero.nn.evaluator import available_cores
+from frugalzero.runtime.cores import available_cores
 from frugalzero.search import Driver, Evaluates
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.selfplay.game import GameStart, SelfPlayGame, game_starts

@@ -86,8 +86,9 @@ def _train(args: argparse.Namespace) -> int:
 
     from frugalzero.data.selection import replay_window
     from frugalzero.errors import UserError
-    from frugalzero.nn.checkpoint import atomic_write_bytes
-    from frugalzero.report import emit, stderr_console
+    from frugalzero.report import emit
+    from frugalzero.runtime.files import atomic_write_bytes, atomic_write_text
+    from frugalzero.runtime.progress import stderr_console
     from frugalzero.train import state
     from frugalzero.train.data import PositionSet, fixed_holdout
     from frugalzero.train.trainer import Trainer, TrainingInterrupted
@@ -150,7 +151,7 @@ def _train(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGINT, previous)
             trainer.metrics.close()
     atomic_write_bytes(out, (run_dir / "net.safetensors").read_bytes())
-    atomic_write_bytes(run_dir / "out.txt", str(out.resolve()).encode())
+    atomic_write_text(run_dir / "out.txt", str(out.resolve()))
     emit(_result(summary, trainer, out, source, train, holdout, started), args.json, title="train")
     return 0
 
@@ -217,23 +218,15 @@ class _bar:
     """A rich progress bar on stderr with one task."""
 
     def __init__(self, console, what: str, total: int) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from frugalzero.runtime.progress import progress_bar
 
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
+        self.progress = progress_bar(
+            "[bold]{task.description}",
+            "count",
+            "elapsed",
+            "remaining",
             transient=True,
+            console=console,
         )
         self.what, self.total = what, total
 

@@ -26,7 +26,7 @@ from frugalzero.data.replay import LegalCache, ReplayError, Sample, replay_game
 from frugalzero.data.selection import Selection, select_all, split_holdout
 from frugalzero.data.shards import ShardError, read_columns, warn
 from frugalzero.errors import UserError
-from frugalzero.nn.checkpoint import atomic_write_bytes
+from frugalzero.runtime.files import atomic_write_text
 
 VALIDATION_FILE = "validation.json"
 
@@ -163,7 +163,7 @@ def fixed_holdout(
         return selection.without(holdout), holdout
     train, holdout = split_holdout(selection, fraction, min_positions)
     if holdout.positions:
-        atomic_write_bytes(path, json.dumps(holdout.to_json(), indent=1).encode())
+        atomic_write_text(path, json.dumps(holdout.to_json(), indent=1))
     return train, holdout
 
 

@@ -20,7 +20,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from frugalzero.errors import UserError
-from frugalzero.nn.checkpoint import atomic_write_bytes
+from frugalzero.runtime.files import atomic_write_bytes, atomic_write_text
 
 STATE_JSON = "train_state.json"
 FORMAT = "frugalzero-train-state/1"
@@ -102,7 +102,7 @@ def save_state(run_dir: Path, data: dict[str, Any], tensors: dict[str, torch.Ten
     name = f"train_state-{digest[:12]}.safetensors"
     atomic_write_bytes(run_dir / name, blob)
     body = {"format": FORMAT, "tensors": name, "sha256": digest, **data}
-    atomic_write_bytes(run_dir / STATE_JSON, json.dumps(body, indent=1).encode())
+    atomic_write_text(run_dir / STATE_JSON, json.dumps(body, indent=1))
     for old in run_dir.glob("train_state-*.safetensors"):
         if old.name != name:
             old.unlink(missing_ok=True)

@@ -34,9 +34,16 @@ import torch
 from frugalzero.config import dump_toml, to_dict
 from frugalzero.data.loader import TrainingBatch
 from frugalzero.errors import UserError
-from frugalzero.nn.checkpoint import NetMeta, atomic_write_bytes, load_net, save_net
-from frugalzero.nn.evaluator import cpu_has_native_bf16
+from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
 from frugalzero.nn.model import PolicyValueNet, value_from_output
+from frugalzero.runtime.device import (
+    compile_module,
+    place,
+    resolve_device,
+    resolve_precision,
+    set_threads,
+)
+from frugalzero.runtime.files import atomic_write_text
 from frugalzero.train import state as st
 from frugalzero.train.averaging import WeightAverage, recompute_bn
 from frugalzero.train.config import TrainConfig, lambda_at
@@ -85,26 +92,6 @@ class Progress:
     """net_id of the last published net (the next one's parent)."""
     skipped_steps: int = 0
     """Steps whose gradient was not finite and were skipped."""
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"train config: device {name!r} is not a device") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError("train config: device cuda asked for, but no CUDA device is available")
-    return device
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    if precision != "auto":
-        return precision
-    if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "bf16" if cpu_has_native_bf16() else "fp32"
 
 
 def steps_per_epoch(size: int, batch_size: int) -> int:
@@ -177,21 +164,15 @@ class Trainer:
         self.config = config
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.device = resolve_device(config.device)
-        self.precision = resolve_precision(config.precision, self.device)
-        self.dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[
-            self.precision
-        ]
+        self.device = resolve_device(config.device, "train config")
+        self.precision, self.dtype = resolve_precision(config.precision, self.device, training=True)
         if self.precision == "fp16" and self.device.type != "cuda":
             raise UserError("train config: precision fp16 needs CUDA (loss scaling); use bf16")
-        if self.device.type == "cpu" and config.threads:
-            torch.set_num_threads(config.threads)
+        set_threads(config.threads, self.device)
         if self.device.type == "cuda":
             torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels
         self.head = net.config.value_head
-        self.net = net.to(self.device)
-        if config.channels_last:
-            self.net = self.net.to(memory_format=torch.channels_last)
+        self.net = place(net, self.device, config.channels_last)
         self.optimizer = make_optimizer(self.net, config)
         fp16_cuda = self.precision == "fp16" and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda") if fp16_cuda else None
@@ -480,7 +461,7 @@ class Trainer:
             self._write_config()
 
     def _write_config(self) -> None:
-        atomic_write_bytes(self.run_dir / CONFIG_FILE, dump_toml(to_dict(self.config)).encode())
+        atomic_write_text(self.run_dir / CONFIG_FILE, dump_toml(to_dict(self.config)))
 
     def _load_average(self) -> PolicyValueNet | None:
         path = self.run_dir / AVERAGE_FILE
@@ -606,10 +587,7 @@ class Trainer:
         mode = self.config.compile
         if self.compiled or mode == "off" or (mode == "auto" and samples < 1_000_000):
             return
-        if self.device.type == "cpu" and not (shutil.which("g++") or shutil.which("c++")):
-            return  # inductor's CPU backend needs a C++ compiler; eager is the fallback
-        self._model = torch.compile(self.net)
-        self.compiled = True
+        self._model, self.compiled = compile_module(self.net, self.device)
 
 
 def _add(a: LossSums, b: LossSums) -> LossSums:

@@ -1,0 +1,98 @@
+"""Where and how a network runs: device, autocast precision, CPU threads, memory layout and
+torch.compile. The evaluator and the trainer both set these up; the rules live here once."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from frugalzero.errors import UserError
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+"""Precision names as configs spell them, and their torch dtypes."""
+
+
+def resolve_device(name: str, section: str) -> torch.device:
+    """``name`` ('auto' = CUDA when present, else CPU) as a device; a name that is not a device,
+    or CUDA on a machine without it, is a UserError naming ``section`` (the config)."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UserError(f"{section}: device {name!r} is not a device") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"{section}: device cuda asked for, but no CUDA device is available")
+    return device
+
+
+def cpu_has_native_bf16() -> bool:
+    """True on CPUs with AMX or AVX-512 BF16, where bf16 convolutions are much faster."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="ignore") as handle:
+            flags = next((line for line in handle if line.startswith("flags")), "")
+    except OSError:
+        return False
+    return " amx_bf16" in flags or " avx512_bf16" in flags
+
+
+def resolve_precision(
+    precision: str, device: torch.device, training: bool = False
+) -> tuple[str, torch.dtype]:
+    """The autocast precision to use, as (name, dtype). 'auto' is fp16 on CUDA (bf16 where the
+    GPU has it when ``training``: fp16 training needs loss scaling), bf16 on CPUs with native
+    bf16, else fp32."""
+    if precision == "auto":
+        if device.type == "cuda":
+            precision = "bf16" if training and torch.cuda.is_bf16_supported() else "fp16"
+        else:
+            precision = "bf16" if cpu_has_native_bf16() else "fp32"
+    return precision, DTYPES[precision]
+
+
+def set_threads(threads: int, device: torch.device) -> None:
+    """PyTorch's intra-op threads for work on the CPU; 0 keeps PyTorch's default (every core)."""
+    if device.type == "cpu" and threads > 0:
+        torch.set_num_threads(threads)
+
+
+def place(module: torch.nn.Module, device: torch.device, channels_last: bool) -> torch.nn.Module:
+    """``module`` on ``device``, in NHWC layout if ``channels_last`` (which oneDNN and cuDNN
+    convolutions prefer). Like ``Module.to`` this converts ``module`` itself: pass a copy to
+    keep the original as it was."""
+    module = module.to(device)
+    return module.to(memory_format=torch.channels_last) if channels_last else module
+
+
+def can_compile(device: torch.device) -> bool:
+    """Whether torch.compile can work here: inductor's CPU backend needs a C++ compiler."""
+    return device.type != "cpu" or bool(shutil.which("g++") or shutil.which("c++"))
+
+
+def compile_module(
+    module: torch.nn.Module,
+    device: torch.device,
+    freeze: bool = False,
+    probe: Callable[[Any], object] | None = None,
+) -> tuple[Any, bool]:
+    """(model to call, whether it is compiled): ``torch.compile(module)``, or ``module`` itself
+    (eager) where compiling cannot work. ``freeze`` bakes the weights in as constants
+    (prepacked, batch norm folded; inference only, and global to inductor). ``probe`` is
+    called once with the compiled model: if it raises, compiler trouble costs speed, not
+    correctness, and the eager module is returned."""
+    if not can_compile(device):
+        return module, False
+    if freeze:
+        import torch._inductor.config as inductor
+
+        inductor.freezing = True
+    model = torch.compile(module)
+    if probe is not None:
+        try:
+            probe(model)
+        except Exception:
+            return module, False
+    return model, True
