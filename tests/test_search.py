@@ -6,7 +6,6 @@ import math
 import os
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import chess
@@ -20,7 +19,7 @@ from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
 from frugalzero.chess.rules import game_ending, leaf_status
 from frugalzero.search import (
-    Evaluation,
+    HashEvaluator,
     SearchConfig,
     SearchTree,
     UniformEvaluator,
@@ -28,31 +27,6 @@ from frugalzero.search import (
     search_many,
 )
 from frugalzero.search.puct import c_puct, choose_by_visits, fpu_value, puct_scores
-
-
-class HashEvaluator:
-    """Deterministic, position-dependent priors and values without a network: the same input
-    always gets the same answer, so two searches can be compared exactly."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def submit(self, inputs):
-        self.calls += len(inputs)
-        out = []
-        for inp in inputs:
-            rng = np.random.default_rng(zlib.crc32(inp.frames + bytes(str(inp.meta), "ascii")))
-            priors = rng.dirichlet(np.full(len(inp.moves), 0.5))
-            out.append(Evaluation(priors, float(rng.uniform(-0.6, 0.6))))
-        return _Done(out)
-
-
-class _Done:
-    def __init__(self, results):
-        self._results = results
-
-    def result(self):
-        return self._results
 
 
 def quiet(**overrides) -> SearchConfig:

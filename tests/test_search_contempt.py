@@ -9,9 +9,8 @@ import chess
 import numpy as np
 
 from frugalzero.chess.rules import leaf_status
-from frugalzero.search import SearchConfig, SearchTree, search
+from frugalzero.search import HashEvaluator, SearchConfig, SearchTree, search
 from frugalzero.search.tree import EXPANDED
-from test_search import HashEvaluator
 
 START = "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
 

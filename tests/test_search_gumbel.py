@@ -8,9 +8,16 @@ import pytest
 
 from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
-from frugalzero.search import Evaluation, SearchConfig, SearchTree, UniformEvaluator, search
+from frugalzero.search import (
+    Evaluation,
+    HashEvaluator,
+    Ready,
+    SearchConfig,
+    SearchTree,
+    UniformEvaluator,
+    search,
+)
 from frugalzero.search import gumbel as gm
-from test_search import HashEvaluator, _Done
 
 
 def test_sequential_halving_schedule() -> None:
@@ -84,7 +91,7 @@ class _KnightF3Evaluator:
             if white_knights & chess.BB_F3:
                 value = 0.9 if white else -0.9
             out.append(Evaluation(np.full(len(inp.moves), 1 / len(inp.moves)), value))
-        return _Done(out)
+        return Ready(out)
 
 
 def test_gumbel_finds_and_targets_the_better_move() -> None:

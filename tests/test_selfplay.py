@@ -16,12 +16,11 @@ from frugalzero.chess.positions import Opening
 from frugalzero.chess.rules import game_ending
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import read_shard
-from frugalzero.search import Evaluation, SearchConfig
+from frugalzero.search import Evaluation, HashEvaluator, Ready, SearchConfig
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.selfplay.game import GameStart, game_starts
 from frugalzero.selfplay.play import play_games
 from frugalzero.selfplay.stats import repeated_share_by_ply, selfplay_stats
-from test_search import HashEvaluator, _Done
 
 
 def _config(**overrides) -> SelfPlayConfig:
@@ -126,7 +125,7 @@ class _WhiteIsLost:
     """Uniform priors; White is always losing."""
 
     def submit(self, inputs):
-        return _Done(
+        return Ready(
             [
                 Evaluation(
                     np.full(len(i.moves), 1 / len(i.moves)), -0.99 if i.meta[0] == 1 else 0.99
@@ -156,7 +155,7 @@ class _WhiteIsWinning:
     """Uniform priors; White is always winning, so Black takes any draw it is offered."""
 
     def submit(self, inputs):
-        return _Done(
+        return Ready(
             [
                 Evaluation(np.full(len(i.moves), 1 / len(i.moves)), 0.9 if i.meta[0] == 1 else -0.9)
                 for i in inputs

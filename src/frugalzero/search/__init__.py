@@ -21,7 +21,8 @@ Interfaces (see docs/search.md for the design and measured figures):
   group's batch is evaluated.
 * ``Evaluation``, ``Evaluates`` -- the input contract: what an evaluator (the network's, in
   ``frugalzero.nn.evaluator``) returns and provides. The search itself never imports torch.
-* ``UniformEvaluator`` -- uniform priors, constant value: tests and a network-free baseline.
+* ``UniformEvaluator``, ``HashEvaluator`` -- network-free evaluators (uniform priors and a
+  constant value; pseudo-random priors and values fixed per position): tests, baselines.
 * Pure maths: ``frugalzero.search.puct`` (c(s), FPU, PUCT scores, temperature choice, noise),
   ``frugalzero.search.gumbel`` (sequential-halving schedule, completed Q, sigma, improved
   policy), ``frugalzero.chess.rules`` (which positions end the game, in search and in play).
@@ -33,13 +34,15 @@ from frugalzero.search.config import SearchConfig
 from frugalzero.search.driver import Driver, SearchTask, search, search_many
 from frugalzero.search.tree import Node, SearchTree
 from frugalzero.search.types import Evaluates, Evaluation, SearchResult
-from frugalzero.search.uniform import UniformEvaluator
+from frugalzero.search.uniform import HashEvaluator, Ready, UniformEvaluator
 
 __all__ = [
     "Driver",
     "Evaluates",
     "Evaluation",
+    "HashEvaluator",
     "Node",
+    "Ready",
     "SearchConfig",
     "SearchResult",
     "SearchTask",
