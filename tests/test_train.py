@@ -229,7 +229,7 @@ def test_gradient_accumulation_matches_one_big_batch(tmp_path):
         cfg = config(accumulation=accumulation, channels_last=False)
         trainer = Trainer(cfg, tiny(6), tmp_path / str(accumulation), tensorboard=False)
         trainer.net.train()
-        trainer._step(data, indices, lr=0.1, lam=0.0)
+        trainer.step(data, indices, lr=0.1, lam=0.0)
         nets.append(dict(trainer.net.named_parameters()))
     for name, param in nets[0].items():
         assert torch.allclose(param, nets[1][name], atol=1e-6), name

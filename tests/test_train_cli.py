@@ -78,7 +78,7 @@ def test_stopped_cli_run_resumes_to_the_same_net(shards, tmp_path, capsys, monke
     assert _train(shards, straight) == 0
     expected = json.loads(capsys.readouterr().out)["net_id"]
 
-    original = Trainer._step
+    original = Trainer.step
     calls = {"n": 0}
 
     def step_then_ctrl_c(self, *args, **kwargs):
@@ -88,12 +88,12 @@ def test_stopped_cli_run_resumes_to_the_same_net(shards, tmp_path, capsys, monke
             os.kill(os.getpid(), signal.SIGINT)
         return result
 
-    monkeypatch.setattr(Trainer, "_step", step_then_ctrl_c)
+    monkeypatch.setattr(Trainer, "step", step_then_ctrl_c)
     out = tmp_path / "stopped.safetensors"
     assert _train(shards, out) == 130
     assert "run the same command again to continue" in capsys.readouterr().err
     assert not out.exists()
-    monkeypatch.setattr(Trainer, "_step", original)
+    monkeypatch.setattr(Trainer, "step", original)
     assert _train(shards, out) == 0
     captured = capsys.readouterr()
     assert "resuming" in captured.err

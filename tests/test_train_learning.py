@@ -78,7 +78,7 @@ def test_tiny_net_learns_stockfish_moves_and_values(sfgames, tmp_path, capsys):
     batch = holdout.batch(np.arange(len(holdout)))
     net = trainer.net.eval()
     with torch.no_grad():
-        policy, value = trainer._forward(net, batch.planes)
+        policy, value = trainer.forward(net, batch.planes)
     logits = policy.float().masked_fill(~batch.legal, -torch.inf)
     top1 = float((logits.argmax(1) == batch.policy.argmax(1)).double().mean())
     chance = float((1.0 / batch.legal.sum(1).double()).mean())

@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.compile == "on":
             started = time.perf_counter()
             trainer._maybe_compile(10**9)
-            trainer._step(ready, np.arange(batch), 1e-3, 0.0)
+            trainer.step(ready, np.arange(batch), 1e-3, 0.0)
             compile_seconds = time.perf_counter() - started
 
         def sync() -> None:
@@ -112,11 +112,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def steps(data, seconds: float) -> float:
             """Training samples per second over ``seconds`` of steps on ``data``."""
-            trainer._step(data, rng.choice(len(data), batch, replace=False), 1e-3, 0.0)
+            trainer.step(data, rng.choice(len(data), batch, replace=False), 1e-3, 0.0)
             sync()
             count, start = 0, time.perf_counter()
             while time.perf_counter() - start < seconds:
-                trainer._step(data, rng.choice(len(data), batch, replace=False), 1e-3, 0.0)
+                trainer.step(data, rng.choice(len(data), batch, replace=False), 1e-3, 0.0)
                 count += batch
             sync()
             return count / (time.perf_counter() - start)

@@ -32,6 +32,7 @@ from frugalzero.config import check
 from frugalzero.nn.model import NetConfig, PolicyValueNet, value_from_output
 from frugalzero.runtime.cores import available_cores
 from frugalzero.runtime.device import (
+    autocast,
     compile_module,
     place,
     resolve_device,
@@ -115,8 +116,7 @@ class NetRunner:
         x = planes.to(self.device, non_blocking=True)
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        autocast = self.dtype != torch.float32
-        with torch.inference_mode(), torch.autocast(self.device.type, self.dtype, enabled=autocast):
+        with torch.inference_mode(), autocast(self.device, self.dtype):
             return model(x)
 
     def run(

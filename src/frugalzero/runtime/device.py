@@ -53,6 +53,11 @@ def resolve_precision(
     return precision, DTYPES[precision]
 
 
+def autocast(device: torch.device, dtype: torch.dtype):
+    """Mixed precision in ``dtype`` on ``device`` for the block (none for fp32)."""
+    return torch.autocast(device.type, dtype, enabled=dtype != torch.float32)
+
+
 def set_threads(threads: int, device: torch.device) -> None:
     """PyTorch's intra-op threads for work on the CPU; 0 keeps PyTorch's default (every core)."""
     if device.type == "cpu" and threads > 0:

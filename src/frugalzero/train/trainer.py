@@ -37,6 +37,7 @@ from frugalzero.errors import UserError
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
 from frugalzero.nn.model import PolicyValueNet, value_from_output
 from frugalzero.runtime.device import (
+    autocast,
     compile_module,
     place,
     resolve_device,
@@ -357,7 +358,7 @@ class Trainer:
             if count == 0 and not torch.isfinite(batch.z).any():
                 lam = 1.0  # no game results: validate against the values instead
             with torch.no_grad():
-                policy, value = self._forward(net, batch.planes)
+                policy, value = self.forward(net, batch.planes)
                 sums = loss_sums(policy, value, batch, self.head, lam, self.config.value_source)
                 v = pick_value(batch.search_value, batch.expert_value, self.config.value_source)
                 target = value_target(batch.z, v, lam)
@@ -392,7 +393,7 @@ class Trainer:
             for i in range(0, limit, step):
                 yield self._to_device(train.batch(order[i : i + step])).planes
 
-        return recompute_bn(net, planes(), lambda n, x: self._forward(n, x))
+        return recompute_bn(net, planes(), lambda n, x: self.forward(n, x))
 
     # ---- checkpoints ------------------------------------------------------------------------
 
@@ -505,7 +506,7 @@ class Trainer:
                 order, order_epoch = phase_order(c.seed, p.iteration, phase, epoch, size), epoch
             indices = order[index * batch : (index + 1) * batch]
             lr = lr_at(p.step)
-            sums, norm = self._step(train, indices, lr, lam)
+            sums, norm = self.step(train, indices, lr, lam)
             self._acc.add(sums, norm)
             self._phase_acc.add(sums, norm)
             p.step += 1
@@ -535,7 +536,7 @@ class Trainer:
         result["steps"] = total
         return result
 
-    def _step(
+    def step(
         self, train: SampleSet, indices: np.ndarray, lr: float, lam: float
     ) -> tuple[LossSums, torch.Tensor]:
         """One optimiser step over ``indices`` (split into ``accumulation`` micro-batches)."""
@@ -545,7 +546,7 @@ class Trainer:
         total: LossSums | None = None
         for part in np.array_split(indices, min(c.accumulation, len(indices))):
             batch = self._to_device(train.batch(part))
-            policy, value = self._forward(self._model, batch.planes)
+            policy, value = self.forward(self._model, batch.planes)
             sums = loss_sums(policy, value, batch, self.head, lam, c.value_source)
             loss = sums.total(c.value_weight, len(indices))
             if self.scaler is not None:
@@ -567,9 +568,9 @@ class Trainer:
         assert total is not None
         return total, norm
 
-    def _forward(self, model, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        autocast = self.dtype != torch.float32
-        with torch.autocast(self.device.type, self.dtype, enabled=autocast):
+    def forward(self, model, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``model`` (the net, its average or its compiled form) at the training precision."""
+        with autocast(self.device, self.dtype):
             return model(planes)
 
     def _to_device(self, batch: TrainingBatch) -> TrainingBatch:
