@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from frugalzero.config_cli import add_config_flags, config_from_args
@@ -71,11 +73,21 @@ def _check_count(name: str, value: int) -> None:
         raise UserError(f"--{name} must be at least 1, not {value}")
 
 
-def _progress(total: int, what: str):
+@contextmanager
+def _progress(total: int, what: str, start: float) -> Iterator[Callable[[int, int], None]]:
+    """A bar of ``what`` done out of ``total`` with the labels made and their rate since
+    ``start``; yields ``update(done, labels)``."""
     from frugalzero.runtime.progress import progress_bar
 
     rate = "{task.fields[labels]:,} labels  {task.fields[rate]:,.0f}/s"
-    return progress_bar(f"[bold]{what}", "count", rate, "elapsed")
+    with progress_bar(f"[bold]{what}", "count", rate, "elapsed") as progress:
+        bar = progress.add_task(what, total=total, labels=0, rate=0.0)
+
+        def update(done: int, labels: int) -> None:
+            elapsed = max(time.perf_counter() - start, 1e-9)
+            progress.update(bar, completed=done, labels=labels, rate=labels / elapsed)
+
+        yield update
 
 
 def _write_config(out: Path, name: str, config, notes: dict) -> None:
@@ -113,20 +125,11 @@ def _explore(args: argparse.Namespace) -> int:
         start = time.perf_counter()  # rates count labelling, not starting processes
         writer = ShardWriter(out, prefix)
         try:
-            with _progress(args.steps, "explore") as progress:
-                bar = progress.add_task("explore", total=args.steps, labels=0, rate=0.0)
-
-                def update(stats) -> None:
-                    elapsed = time.perf_counter() - start
-                    progress.update(
-                        bar,
-                        completed=run.explorer.steps,
-                        labels=stats.labels,
-                        rate=stats.labels / max(elapsed, 1e-9),
-                    )
-
-                stats = run.run(args.steps, writer.add, update)
-                progress.update(bar, completed=args.steps)
+            with _progress(args.steps, "explore", start) as update:
+                stats = run.run(
+                    args.steps, writer.add, lambda s: update(run.explorer.steps, s.labels)
+                )
+                update(args.steps, stats.labels)
         finally:
             shards = writer.close()  # finished playouts are written even on Ctrl+C
         elapsed = time.perf_counter() - start
@@ -173,20 +176,10 @@ def _sfgames(args: argparse.Namespace) -> int:
             pgn.add(record)
 
         try:
-            with _progress(args.games, "sfgames") as progress:
-                bar = progress.add_task("sfgames", total=args.games, labels=0, rate=0.0)
-
-                def update(stats) -> None:
-                    elapsed = time.perf_counter() - start
-                    progress.update(
-                        bar,
-                        completed=stats.playouts,
-                        labels=stats.labels,
-                        rate=stats.labels / max(elapsed, 1e-9),
-                    )
-
+            with _progress(args.games, "sfgames", start) as update:
+                tasks = game_tasks(config, args.games, openings)
                 stats = label_playouts(
-                    pool, game_tasks(config, args.games, openings), sink, config.queue, update
+                    pool, tasks, sink, config.queue, lambda s: update(s.playouts, s.labels)
                 )
         finally:
             shard_paths, pgn_paths = shards.close(), pgn.close()

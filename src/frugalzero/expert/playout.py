@@ -37,7 +37,7 @@ class Label:
     """Score from the side to move's view: centipawns (``35``) or mate (``#3``, ``#-2``);
     empty if the engine printed none."""
     value: float | None
-    """``score`` as a value in [-1, 1] (see frugalzero.expert.values)."""
+    """``score`` as a value in [-1, 1] (see frugalzero.values)."""
 
 
 @dataclass(frozen=True)
