@@ -69,7 +69,6 @@ class Node:
         "frozen_base",
         "frozen_gen",
         "logits",
-        "ending",
         "inp",
     )
 
@@ -88,7 +87,6 @@ class Node:
         self.frozen_base = None
         self.frozen_gen = -1
         self.logits = None
-        self.ending = None
         self.inp = None
         self.children = None
 
@@ -321,7 +319,6 @@ class SearchTree:
             moves = list(board.legal_moves)  # only mate and stalemate leave nothing to search
             if not moves:
                 node.state = TERMINAL
-                node.ending = "checkmate" if board.is_check() else "stalemate"
                 node.value = -1.0 if board.is_check() else 0.0
             else:
                 node.moves = moves
@@ -430,7 +427,6 @@ class SearchTree:
         ending, value, moves = leaf_status(board, reps, cfg.draw_repetitions, cfg.fifty_move_draw)
         if ending is not None:
             node.state = TERMINAL
-            node.ending = ending
             node.value = value
             if value < 0 and cfg.solver:
                 node.proven = -1
