@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 import frugalzero
 from frugalzero.chess.history import GameHistory
+from frugalzero.cli import main
 from frugalzero.uci import NetSearcher, SearchRequest
 
 STOCKFISH = "/usr/games/stockfish"
@@ -191,3 +193,14 @@ def test_searchmoves_and_temperature(searcher):
     finally:
         searcher.set_option("Temperature", "0")
     assert len(picks) > 1 and best in picks
+
+
+def test_bench_uci_reports_nodes_per_second_against_the_raw_net(capsys):
+    args = ["bench", "uci", "--seconds", "0.3", "--rounds", "1", "--positions", "2", "--json"]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["nps"] > 0 and result["net_positions_per_s"] > 0
+    assert result["nps_over_net"] == pytest.approx(
+        result["nps"] / result["net_positions_per_s"], rel=1e-2
+    )
+    assert result["positions"] == 2 and result["batch"] >= 1

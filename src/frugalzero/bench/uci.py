@@ -1,0 +1,110 @@
+"""The UCI engine's nodes per second against its network's raw throughput, in the same run.
+
+A real search, as ``frugalzero uci`` runs it with its default options: one game, a fixed time per
+position, from the same middlegame positions every time. The reference is the bare network at the
+engine's leaf-batch size with every core of the machine, the most the network alone could give;
+``nps_over_net`` says how much of it the engine turns into search (above 1 where the engine's
+evaluation cache saves network calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from typing import Any
+
+# Middlegame positions after eight moves each side (Stockfish's 8moves_v3 book, every 4,000th
+# line), and the position of the first report, 1.e4 e5 2.Nf3.
+POSITIONS = (
+    "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2",
+    "r1bq1rk1/ppp2pbp/3p1np1/4n3/4P3/N1PB1N2/PP3PPP/R1BQ1RK1 w - - 0 9",
+    "r2qkbnr/pp3ppp/4p3/3pPb2/3n4/4B3/PPP1BPPP/RN1Q1RK1 w kq - 0 9",
+    "1rbq1rk1/pp2ppbp/2np1np1/2p5/4P3/2NP2P1/PPP1NPBP/1RBQ1RK1 w - - 2 9",
+    "r1bqk1nr/pp3ppp/1bn5/1B1p4/8/1N6/PPP1NPPP/R1BQK2R w KQkq - 2 9",
+    "r1bqk2r/2pp1ppp/p4n2/1p2p3/B2bP3/3P4/PPPN1PPP/R1BQ1RK1 w kq - 0 9",
+    "rn1qk2r/pbp2ppp/1p2p3/3pP3/1b1P4/2NB1N2/PPPnQPPP/R3K2R w KQkq - 0 9",
+    "r1b1kb1r/ppp2ppp/4p3/4P3/2Pn4/8/PP1P1PPP/R1B1KBNR w KQkq - 0 9",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--net", default="default", help="network file, or 'default'")
+    parser.add_argument("--seconds", type=float, default=1.0, help="search time per position")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved measurement rounds")
+    parser.add_argument(
+        "--positions", type=int, default=len(POSITIONS), help="how many of the positions"
+    )
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import dataclasses
+
+    import chess
+    import torch
+
+    from frugalzero.bench.timing import median, rate
+    from frugalzero.chess.encoding import encode
+    from frugalzero.chess.history import GameHistory, net_input_from_board
+    from frugalzero.chess.positions import random_boards
+    from frugalzero.nn.checkpoint import load_net, resolve_net_path
+    from frugalzero.nn.evaluator import NetRunner, pack_inputs
+    from frugalzero.runtime.cores import available_cores
+    from frugalzero.uci import NetSearcher, SearchRequest
+
+    fens = POSITIONS[: max(1, args.positions)]
+    searcher = NetSearcher(args.net)
+    try:
+        evaluator = searcher.evaluator
+        batch = searcher.batch
+        cores = available_cores()
+        net, _ = load_net(resolve_net_path(args.net))
+        config = dataclasses.replace(evaluator.config, threads=cores)
+        runner = NetRunner(net, config, cores, compile=evaluator.compiled)
+        boards = random_boards(batch, seed=1)
+        frames, meta, _, _ = pack_inputs([net_input_from_board(b) for b in boards])
+        planes = torch.from_numpy(encode(frames, meta)).to(runner.device)
+
+        def forward() -> None:
+            runner.forward(planes)
+            if runner.device.type == "cuda":
+                torch.cuda.synchronize()
+
+        def search_round() -> tuple[float, int]:
+            nodes = 0
+            seconds = 0.0
+            for fen in fens:
+                searcher.new_game()
+                lines: list[str] = []
+                request = SearchRequest(
+                    GameHistory(chess.Board(fen)), None, args.seconds, False, []
+                )
+                searcher.search(request, threading.Event(), lines.append)
+                words = lines[-1].split()
+                nodes += int(words[words.index("nodes") + 1]) - 1  # the root's own evaluation
+                seconds += int(words[words.index("time") + 1]) / 1000
+            return nodes / seconds, nodes
+
+        search_round()  # warm-up: caches, allocators, the inference process
+        rounds: dict[str, list[float]] = {"nps": [], "net": [], "nodes": []}
+        for _ in range(args.rounds):
+            nps, nodes = search_round()
+            rounds["nps"].append(nps)
+            rounds["nodes"].append(nodes)
+            rounds["net"].append(rate(forward, batch, min_seconds=1.0))
+    finally:
+        searcher.close()
+    return {
+        "net": args.net,
+        "batch": batch,
+        "device": str(runner.device),
+        "precision": runner.precision,
+        "compiled": runner.compiled,
+        "engine_threads": evaluator.threads,
+        "net_threads": cores,
+        "seconds_per_position": args.seconds,
+        "positions": len(fens),
+        "nps": round(median(rounds["nps"]), 1),
+        "net_positions_per_s": round(median(rounds["net"]), 1),
+        "nps_over_net": round(median([s / n for s, n in zip(rounds["nps"], rounds["net"])]), 3),
+        "rounds": args.rounds,
+    }
