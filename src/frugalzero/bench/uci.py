@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             seconds = 0.0
             for fen in fens:
                 searcher.new_game()
+                evaluator.clear_cache()  # earlier rounds searched these positions already
                 lines: list[str] = []
                 request = SearchRequest(
                     GameHistory(chess.Board(fen)), None, args.seconds, False, []

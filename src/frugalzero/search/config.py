@@ -54,6 +54,11 @@ class SearchConfig:
     leaves_per_gather: int = 1
     """Leaves one tree contributes to one evaluator batch: 1 when many games share a batch,
     more (8-32) when a single game must fill the batch alone."""
+    collisions: int = 0
+    """Walks into a leaf that is still being evaluated that one gather absorbs before it
+    stops: their virtual visits stay until the gather ends, steering the next walks to other
+    leaves, so a single game fills larger batches. 0 = stop at the first (many games share a
+    batch, and self-play's trees stay exactly as before)."""
     temperature: float = 1.0
     """Move choice temperature for the opening plies: visits ** (1 / tau) (1 = proportional)."""
     temperature_plies: int = 30
@@ -86,6 +91,7 @@ class SearchConfig:
             (self.nscl >= 0, "nscl must be >= 0 (inf = off)"),
             (self.gumbel_m >= 1, "gumbel_m must be at least 1"),
             (self.leaves_per_gather >= 1, "leaves_per_gather must be at least 1"),
+            (self.collisions >= 0, "collisions must be >= 0"),
             (self.virtual_loss >= 0, "virtual_loss must be >= 0"),
             (self.temperature >= 0 and self.final_temperature >= 0, "temperatures must be >= 0"),
             (self.draw_repetitions in (2, 3), "draw_repetitions must be 2 or 3"),

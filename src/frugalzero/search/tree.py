@@ -113,6 +113,7 @@ class SearchTree:
         self.rng = rng if rng is not None else np.random.default_rng(seed)
         self.generation = 0  # one per search: frozen distributions belong to one search
         self.in_flight = 0  # leaves handed out and not yet applied
+        self._collided: list[Node] = []  # walks of this gather that met a pending leaf
         self._begin(history if history is not None else chess.Board())
 
     # -- public API ---------------------------------------------------------------------------
@@ -160,12 +161,18 @@ class SearchTree:
         if not self._prepared:
             self._prepare_root()
         out: list[Node] = []
+        collided = self._collided
+        allowed = self.config.collisions
         while len(out) < limit and self.started < self.target and not root.proven:
             leaf = self._descend()
-            if leaf is None:  # a pending leaf was hit again: wait for the batch
-                break
-            if leaf.state == PENDING:
+            if leaf is None:  # walked into a leaf that is still being evaluated
+                if len(collided) > allowed:
+                    break
+            elif leaf.state == PENDING:
                 out.append(leaf)
+        for leaf in collided:  # their virtual visits have steered the walks; take them back
+            self._undo(leaf)
+        collided.clear()
         self.in_flight += len(out)
         return out
 
@@ -357,8 +364,8 @@ class SearchTree:
         while True:
             state = node.state
             if state != EXPANDED or (node.proven and node is not root):
-                if state == PENDING:
-                    self._undo(node)
+                if state == PENDING:  # gather() takes the virtual visits back later
+                    self._collided.append(node)
                     return None
                 self.started += 1
                 self._backup(node, node.value if state == TERMINAL else float(node.proven))
