@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import signal
+import time
+from pathlib import Path
+
 import chess
 import numpy as np
 import pytest
@@ -132,8 +138,12 @@ def test_dead_inference_process_is_an_error_not_a_hang(tiny_net):
     config = EvaluatorConfig(backend="process", precision="fp32", compile="off")
     ev = Evaluator(tiny_net, config)
     try:
-        ev._process._proc.kill()
-        ev._process._proc.join()
+        (pid,) = ev.server_pids()
+        os.kill(pid, signal.SIGKILL)
+        status = Path(f"/proc/{pid}/status")
+        deadline = time.monotonic() + 10
+        while "zombie" not in status.read_text() and time.monotonic() < deadline:
+            time.sleep(0.01)  # dead once the kernel has reaped its pipes
         with pytest.raises(RuntimeError, match="inference process died"):
             ev.evaluate(random_boards(8, seed=1))
     finally:
@@ -155,3 +165,21 @@ def test_unguarded_script_gets_a_clear_error(tmp_path):
     )
     assert result.returncode != 0
     assert "guard its entry point" in result.stderr
+
+
+def test_two_inference_processes_share_the_batches_and_agree_with_one(tiny_net):
+    """Batches go to the servers in turn; the answers are the same as one server's."""
+    boards = random_boards(48, seed=5)
+    config = EvaluatorConfig(backend="process", precision="fp32", compile="off", cache_size=0)
+    with Evaluator(tiny_net, config) as one:
+        expected = [one.evaluate(boards[i : i + 8]) for i in range(0, 48, 8)]
+    two_config = dataclasses.replace(config, servers=2, threads=1)
+    with Evaluator(tiny_net, two_config) as two:
+        pending = [two.submit(boards[i : i + 8]) for i in range(0, 48, 8)]  # all in flight
+        got = [p.result() for p in reversed(pending)][::-1]  # collected out of order
+        stats = two.server_stats()
+    assert stats["servers"] == 2 and stats["batches"] == 6 and stats["positions"] == 48
+    for want, have in zip(expected, got):
+        for a, b in zip(want, have):
+            np.testing.assert_allclose(a.priors, b.priors, rtol=1e-5, atol=1e-6)
+            assert a.value == pytest.approx(b.value, abs=1e-5)

@@ -95,7 +95,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             loop.run(stop=lambda: time.perf_counter() - start >= args.seconds)
             seconds = time.perf_counter() - start
             cpu = time.process_time() - cpu
-            busy = evaluator.server_stats().get("busy_s", 0.0) - busy0
+            stats = evaluator.server_stats()
+            busy = (stats.get("busy_s", 0.0) - busy0) / stats.get("servers", 1)
             return (
                 (loop.progress() - moves0) / seconds,
                 (_sims(loop) - sims0) / seconds,

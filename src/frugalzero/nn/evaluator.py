@@ -55,8 +55,14 @@ class EvaluatorConfig:
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     """'auto' (fp16 on CUDA, bf16 on CPUs with native bf16, else fp32), 'fp32', 'bf16', 'fp16'."""
     threads: int = 0
-    """PyTorch intra-op threads on CPU; 0 = every core but the caller's for 'process', all for
-    'inline'."""
+    """PyTorch intra-op threads on CPU, per inference process; 0 = the cores not taken by the
+    caller and the other inference processes (at least 1), all of them for 'inline'."""
+    servers: int = 1
+    """Inference processes ('process' backend), each taking whole batches in turn. On a CPU,
+    two single-threaded processes run two small batches at once with no threads to
+    synchronise, where one two-threaded process runs them one after the other, its threads
+    spinning whenever the caller holds a core (one game's search: a 16-leaf batch every few
+    milliseconds). Keep as many batches in flight as there are processes."""
     backend: Literal["auto", "process", "inline"] = "auto"
     """'process' (network in an inference process, overlapping the caller), 'inline', or 'auto'
     ('process' when the machine has 2 or more cores)."""
@@ -72,6 +78,7 @@ class EvaluatorConfig:
     def __post_init__(self) -> None:
         checks = [
             (self.threads >= 0, "threads must be >= 0"),
+            (self.servers >= 1, "servers must be at least 1"),
             (self.cache_size >= 0, "cache_size must be >= 0"),
         ]
         check(self, "evaluator", checks)
@@ -321,6 +328,10 @@ class _ProcessBackend:
             self._finish_oldest()
         return self._done.pop(job_id)
 
+    @property
+    def pid(self) -> int:
+        return int(self._proc.pid or 0)
+
     def stats(self) -> dict[str, float]:
         while self._in_flight:
             self._finish_oldest()
@@ -384,15 +395,17 @@ class Evaluator:
         if backend == "auto":
             backend = "process" if available_cores() >= 2 else "inline"
         self.backend = backend
-        self.threads = config.threads or max(1, available_cores() - (backend == "process"))
+        processes = config.servers if backend == "process" else 0
+        free = available_cores() - (backend == "process")
+        self.threads = config.threads or max(1, free // max(1, processes))
         self.head = net.config.value_head
         self.net_config = net.config
         self._runner: NetRunner | None = None
-        self._process: _ProcessBackend | None = None
-        if backend == "process":
-            self._process = _ProcessBackend(net, config, self.threads)
-            self.precision = self._process.precision
-            self.compiled = self._process.compiled
+        self._servers = [_ProcessBackend(net, config, self.threads) for _ in range(processes)]
+        self._turn = 0  # the server that takes the next batch
+        if self._servers:
+            self.precision = self._servers[0].precision
+            self.compiled = self._servers[0].compiled
         elif backend == "inline":
             self._runner = NetRunner(net, config, self.threads, compile=config.compile == "on")
             self.precision = self._runner.precision
@@ -433,8 +446,10 @@ class Evaluator:
         if pending._misses:
             batch = pack_inputs([inputs[i] for i in pending._misses])
             pending._counts = batch[3]
-            if self._process is not None:
-                pending._job = self._process.send(batch)
+            if self._servers:
+                server = self._turn
+                self._turn = (server + 1) % len(self._servers)
+                pending._job = (server, self._servers[server].send(batch))
             else:
                 assert self._runner is not None
                 pending._job = ("inline", self._runner.run(*batch))
@@ -442,32 +457,44 @@ class Evaluator:
 
     def update_weights(self, net: PolicyValueNet) -> None:
         """Swap in new weights of the same architecture; forgets cached evaluations."""
-        if self._process is not None:
-            self._process.load_weights(net)
+        if self._servers:
+            for server in self._servers:
+                server.load_weights(net)
         else:
             assert self._runner is not None
             self._runner.load_state_dict(net.state_dict())
         self.clear_cache()
 
     def server_stats(self) -> dict[str, float]:
-        """Busy seconds, batches and positions of the inference process so far ({} inline)."""
-        return self._process.stats() if self._process is not None else {}
+        """Busy seconds, batches and positions of the inference processes so far, summed
+        ({} inline); ``servers`` says how many there are."""
+        if not self._servers:
+            return {}
+        total: dict[str, float] = {"servers": len(self._servers)}
+        for server in self._servers:
+            for key, value in server.stats().items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    def server_pids(self) -> list[int]:
+        """Process ids of the inference processes ([] inline): for pinning, monitoring."""
+        return [server.pid for server in self._servers]
 
     def clear_cache(self) -> None:
         if self._cache is not None:
             self._cache.clear()
 
     def close(self) -> None:
-        if self._process is not None:
-            self._process.close()
-            self._process = None
+        for server in self._servers:
+            server.close()
+        self._servers = []
 
     # -- internals ----------------------------------------------------------------------------
     def _collect(self, job: Any) -> Output:
         if isinstance(job, tuple) and job and job[0] == "inline":
             return job[1]
-        assert self._process is not None
-        return self._process.wait(job)
+        server, job_id = job
+        return self._servers[server].wait(job_id)
 
     def _trim_cache(self) -> None:
         cache = self._cache
