@@ -289,3 +289,35 @@ def test_ladder_command_prints_one_json_object(tmp_path, capsys):
     table_only = ["ladder", "--calibrate", "--table-only", "--state", str(tmp_path / "none")]
     assert main(table_only) == 2
     assert "no calibration state.json" in capsys.readouterr().err
+
+
+def test_a_net_under_a_clock_is_rated_and_re_rated_from_its_pgn(tmp_path, capsys):
+    from frugalzero.cli import main
+    from frugalzero.evaluate.pgn import pgn_text_games
+
+    table = {
+        "adjudication": {"max_plies": 120},
+        "rungs": [
+            {"name": "random", "elo": 0.0, "sigma": 0.0, "games": 10},
+            {"name": "random?seed=1", "elo": 100.0, "sigma": 0.0, "games": 10},
+        ],
+    }
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(table))
+    pgn = tmp_path / "ladder.pgn"
+    engine = "net:default?tc=1+0.05"
+    args = ["ladder", engine, "--table", str(path), "--neighbours", "2", "--pgn", str(pgn)]
+    assert main([*args, "--games-per-rung", "2", "--json"]) == 0
+    rated = json.loads(capsys.readouterr().out)
+    games = pgn_text_games(pgn.read_text())
+    assert rated["engine"] == engine and rated["games"] == len(games) == 4
+    for game in games:  # the clock is in the headers and on the net's moves; the rungs have none
+        assert game.headers["TimeControl"] == "1+0.05"
+        net_white = game.headers["White"] == engine
+        assert game.headers["WhiteLimit" if net_white else "BlackLimit"] == "tc=1+0.05"
+        assert any(node.clock() is not None for node in game.mainline())
+    # the games alone, read back from the PGN: the same rating, nothing played
+    assert main([*args, "--games-per-rung", "0", "--resume", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert (again["games"], again["elo"]) == (rated["games"], rated["elo"])
+    assert len(pgn_text_games(pgn.read_text())) == 4

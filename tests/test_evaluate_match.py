@@ -14,14 +14,17 @@ import chess
 import chess.pgn
 import pytest
 
+from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig
-from frugalzero.evaluate.match import MatchConfig, play_match
+from frugalzero.evaluate.match import MatchConfig, game_slots, play_match
 from frugalzero.evaluate.pgn import pgn_text_games
+from frugalzero.evaluate.specs import parse_spec
 from frugalzero.evaluate.sprt import SprtConfig
 
 FAKE_ENGINE = """#!{python}
-# A UCI engine for tests: random legal moves; once (marker file) it dies or hangs at a 'go',
-# or (mode "startup") dies at its first 'uci' before answering.
+# A UCI engine for tests: random legal moves; once (marker file) it dies, hangs or (mode
+# "slow") thinks 1.5 s at a 'go', or (mode "startup") dies at its first 'uci' before answering.
+# Every 'go' line is appended to MARKER + ".go".
 import os, random, signal, sys, time
 import chess
 
@@ -58,10 +61,12 @@ for line in sys.stdin:
             board.push_uci(uci)
     elif words[0] == "go":
         gos += 1
+        with open(MARKER + ".go", "a") as log:
+            log.write(line)
         if gos == AT and _first(MARKER):
             if MODE == "crash":
                 os.kill(os.getpid(), signal.SIGKILL)
-            time.sleep(3600)
+            time.sleep(1.5 if MODE == "slow" else 3600)
         move = rng.choice(sorted(board.legal_moves, key=lambda m: m.uci()))
         print("info depth 1 score cp 0 nodes 1")
         print("bestmove " + move.uci())
@@ -228,6 +233,60 @@ def test_a_hanging_engine_loses_on_time_and_is_replaced(tmp_path):
     assert first.reason == "White hang" and first.result == "0-1"
     assert first.termination == "time forfeit"
     assert not second.failed and second.plies > 20
+
+
+def test_an_engine_that_overruns_its_clock_loses_on_time(tmp_path):
+    slow = fake_engine(tmp_path, "slow", at=3).replace("nodes=1", "tc=1+0.05")  # 1.5 s once
+    pgn = tmp_path / "clock.pgn"
+    result = play_match(
+        slow, "random?seed=3", MatchConfig(games=2, adjudication=SHORT, pgn=str(pgn))
+    )
+    first, second = result.outcomes
+    assert (first.result, first.reason) == ("0-1", "White loses on time")
+    assert first.termination == "time forfeit" and not first.failed  # it answered: no restart
+    assert first.plies == len(first.opening.moves) + 4  # the late third move is not played
+    assert not second.failed and second.plies > 20 and second.time_control == "1+0.05"
+    fake = list(second.clocks.values())  # an instant mover gains the increment each move
+    assert all(0 < left <= 1 + 0.05 * n for n, left in enumerate(fake, 1))
+    # random has no clock: the engine is told its own clock as its opponent's
+    gos = [line.split() for line in (tmp_path / "slow.done.go").read_text().splitlines()]
+    assert gos[0] == ["go", "wtime", "1000", "btime", "1000", "winc", "50", "binc", "50"]
+    assert all(g[2] == g[4] and g[6] == g[8] == "50" for g in gos)
+    assert len({g[2] for g in gos}) > 3  # the clock went down (and up by the increment)
+    lost, _ = sorted(pgn_text_games(pgn.read_text()), key=lambda g: g.headers["Round"])
+    assert lost.headers["TimeControl"] == "1+0.05" and lost.headers["WhiteLimit"] == "tc=1+0.05"
+    assert lost.headers["Termination"] == "time forfeit" and lost.headers["BlackLimit"] == "-"
+    clocks = [node.clock() for node in lost.mainline()]
+    assert clocks[8] is not None and clocks[9] is None  # the engine's moves, not random's
+
+
+def test_a_clock_plays_one_game_at_a_time_unless_told():
+    clocked, random = parse_spec("stockfish?tc=10+0.1"), parse_spec("random")
+    slots, why = game_slots(clocked, random, MatchConfig(games=8))
+    assert slots == 1 and "clock" in why
+    assert game_slots(random, clocked, MatchConfig(games=8, concurrency=3)) == (3, "")
+    assert game_slots(random, random, MatchConfig(games=8, concurrency=0))[1] == ""
+
+
+def test_a_net_under_a_clock_plays_through_frugalzero_uci(tmp_path):
+    pgn = tmp_path / "net.pgn"
+    cfg = MatchConfig(games=2, pgn=str(pgn), adjudication=AdjudicationConfig(max_plies=120))
+    result = play_match("net:default?tc=2+0.05&batchsize=8", "random", cfg)
+    assert result.tally.games == 2 and result.batching == {}  # not the in-process driver
+    assert not any(o.failed or o.termination == "time forfeit" for o in result.outcomes)
+    for game in pgn_text_games(pgn.read_text()):
+        h = game.headers
+        assert h["TimeControl"] == "2+0.05"
+        net_white = h["White"].startswith("net:")
+        assert h["WhiteLimit" if net_white else "BlackLimit"] == "tc=2+0.05"
+        net_moves = [n for n in game.mainline() if n.comment != "book" and n.turn() != net_white]
+        clocks = [n.clock() for n in net_moves]
+        assert net_moves and all(c is not None and 0 < c <= 2.05 for c in clocks)
+        assert clocks[0] < 2.05  # it thought, on the match's clock
+        assert all("/" in n.comment for n in net_moves)  # its score/depth came over UCI
+        assert all(n.clock() is None for n in game.mainline() if n not in net_moves)
+    with pytest.raises(UserError, match="nosuchoption"):
+        play_match("net:default?tc=2+0.05&nosuchoption=1", "random", MatchConfig(games=2))
 
 
 @pytest.mark.usefixtures("stockfish")

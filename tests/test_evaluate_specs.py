@@ -47,11 +47,48 @@ def test_defaults_and_kinds():
         ("net:x?movetime=5", "limited by nodes"),
         ("random?nodes=5", "unknown key 'nodes'"),
         ("stockfish?nodes=1&nodes=2", "given twice"),
+        ("net:default?tc=10+0.1&nodes=400", "tc .a clock. and nodes .a per-move limit."),
+        ("stockfish?tc=5+0.1&depth=3", "exclude each other"),
+        ("uci:/e?movetime=100&tc=5", "exclude each other"),
+        ("stockfish?tc=10+", "not BASE.INC or MOVES/BASE.INC"),
+        ("stockfish?tc=ten", "not BASE.INC"),
+        ("stockfish?tc=10+0.1+1", "not BASE.INC"),
+        ("stockfish?tc=-10+1", "not BASE.INC"),
+        ("stockfish?tc=1:00+1", "not BASE.INC"),
+        ("fairy?tc=0+1", "must be positive"),
+        ("glaurung?tc=0/60+0", "must be positive"),
+        ("random?tc=10+0.1", "unknown key 'tc'"),
     ],
 )
 def test_bad_specs_are_one_line_errors(text, message):
     with pytest.raises(UserError, match=message):
         parse_spec(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "tc_text"),
+    [
+        ("net:default?tc=10+0.10", "net:default?tc=10+0.1", "10+0.1"),
+        ("stockfish?tc=5&elo=1500", "stockfish?elo=1500&tc=5+0", "5+0"),
+        ("glaurung?tc=40/60+0.5", "glaurung?tc=40/60+0.5", "40/60+0.5"),
+        ("uci:/opt/e?Ponder=false&tc=.5+.05", "uci:/opt/e?Ponder=false&tc=0.5+0.05", "0.5+0.05"),
+    ],
+)
+def test_a_clock_replaces_the_per_move_limit_and_is_named(text, name, tc_text):
+    spec = parse_spec(text)
+    assert spec.name == name and parse_spec(name).name == name  # one spelling of the clock
+    assert spec.tc is not None and spec.tc.text() == tc_text and spec.is_uci
+    assert (spec.nodes, spec.depth, spec.movetime) == (None, None, None)  # no default movetime
+    assert spec.limit_text() == f"tc={tc_text}"
+    assert "tc" not in spec.options
+
+
+def test_a_net_under_a_clock_plays_through_uci_with_its_keys_as_options():
+    spec = parse_spec("net:default?tc=2+0.05&BatchSize=8&temperature=0.5")
+    assert spec.kind == "net" and spec.path == "default" and spec.is_uci
+    assert spec.options == {"BatchSize": 8, "temperature": "0.5"} and spec.params == {}
+    node_limited = parse_spec("net:default?nodes=400&c_init=2.0")  # unchanged: in-process
+    assert not node_limited.is_uci and node_limited.params == {"c_init": "2.0"}
 
 
 def _feed(adjudicator, board, moves_scores):

@@ -10,7 +10,8 @@ design). What the rest of frugalzero calls:
 * ``sprt(w, d, l, SprtConfig(elo0, elo1, alpha, beta), pentanomial) -> SprtResult``.
 * ``gate(mode, w, d, l, ...) -> bool`` and ``gate_match(candidate, best, GateConfig, match)``.
 * ``run_ladder(engine, rungs, LadderConfig, MatchConfig)``, ``load_table()``.
-* ``parse_spec(text) -> EngineSpec``.
+* ``parse_spec(text) -> EngineSpec``; any engine but ``random`` may play under a clock,
+  ``tc=BASE+INC`` (``frugalzero.evaluate.clock``: the grammar and the clock arithmetic).
 """
 
 from frugalzero.evaluate.adjudicate import AdjudicationConfig

@@ -11,7 +11,9 @@ from frugalzero.config_cli import add_config_flags, config_from_args
 
 ENGINE_HELP = (
     "engine spec: net:PATH[?nodes=400], stockfish[?elo=1500|skill=5|nodes=..|depth=..], "
-    "fairy[?skill=-20..20&movetime=..], glaurung[?nodes=..], uci:PATH[?Option=Value&..], random"
+    "fairy[?skill=-20..20&movetime=..], glaurung[?nodes=..], uci:PATH[?Option=Value&..], random; "
+    "tc=BASE+INC (seconds, e.g. net:default?tc=10+0.1) plays under a clock instead of a "
+    "per-move limit"
 )
 
 

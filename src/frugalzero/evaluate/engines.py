@@ -1,11 +1,13 @@
 """Players: one per game seat, driven by the match runner's event loop.
 
 A UCI engine gets its own process per seat (python-chess's asyncio client), so games run in
-parallel without sharing engine state. A move that does not come back in time, a process that
-dies, or an illegal move raises ``PlayerFailure``: the runner scores the game as a loss for
-that side and restarts the engine before its next game. ``random`` plays a uniformly random
-legal move from a per-game seed. Seats of ``net`` engines (``frugalzero.evaluate.netplayer``)
-are players built on the types here; the match runner seats them all (``make_players``).
+parallel without sharing engine state; a ``net:`` engine under a clock is one too (our own
+``frugalzero uci``). A player under a clock is handed both clocks with each move. A move that
+does not come back in time, a process that dies, or an illegal move raises ``PlayerFailure``:
+the runner scores the game as a loss for that side and restarts the engine before its next
+game. ``random`` plays a uniformly random legal move from a per-game seed. Seats of ``net``
+engines with a node limit (``frugalzero.evaluate.netplayer``) are players built on the types
+here; the match runner seats them all (``make_players``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,12 @@ import chess
 import chess.engine
 
 from frugalzero.errors import UserError
-from frugalzero.evaluate.specs import EngineSpec, check_executable
+from frugalzero.evaluate.specs import EngineSpec, uci_command
 from frugalzero.values import score_cp
+
+
+class SpecMistake(UserError):
+    """An engine refused an option of its spec: starting it again would not help."""
 
 
 class PlayerFailure(Exception):
@@ -56,7 +62,8 @@ class Player:
     async def new_game(self, seed: int) -> None:
         pass
 
-    async def play(self, board: chess.Board) -> Played:
+    async def play(self, board: chess.Board, clock: chess.engine.Limit | None = None) -> Played:
+        """The move at ``board``; ``clock`` holds both clocks when this player has one."""
         raise NotImplementedError
 
     async def restart(self) -> None:
@@ -78,7 +85,7 @@ class RandomPlayer(Player):
     async def new_game(self, seed: int) -> None:
         self._rng = random.Random(self._base * 1_000_003 + seed)
 
-    async def play(self, board: chess.Board) -> Played:
+    async def play(self, board: chess.Board, clock: chess.engine.Limit | None = None) -> Played:
         return Played(self._rng.choice(list(board.legal_moves)))
 
 
@@ -98,24 +105,30 @@ class UciPlayer(Player):
         self._game: object = object()
 
     async def start(self) -> None:
-        command = check_executable(self.spec)
+        argv, env = uci_command(self.spec)
+        command = " ".join(argv)
         try:
             self._transport, self._engine = await asyncio.wait_for(
-                chess.engine.popen_uci(command, setpgrp=True), self.hang_seconds
+                chess.engine.popen_uci(argv, setpgrp=True, env=env), self.hang_seconds
             )
         except (TimeoutError, OSError, chess.engine.EngineError) as exc:
             raise UserError(f"engine {self.name!r}: could not start {command} ({exc})") from None
-        available = {name.lower() for name in self._engine.options}
+        available = self._engine.options  # case-insensitive: the spec's key may be lower case
         options = {
-            k: v
+            available[k].name if k in available else k: v
             for k, v in self.spec.options.items()
-            if k not in self.spec.soft_options or k.lower() in available
+            if k not in self.spec.soft_options or k in available
         }
         try:
             await self._engine.configure(options)
         except chess.engine.EngineError as exc:
             await self.close()
-            raise UserError(f"engine {self.name!r}: {exc}") from None
+            raise SpecMistake(f"engine {self.name!r}: {exc}") from None
+        try:  # ready before the first move: a clock must not pay for loading a network
+            await asyncio.wait_for(self._engine.ping(), self.hang_seconds)
+        except (TimeoutError, chess.engine.EngineError) as exc:
+            await self.close()
+            raise UserError(f"engine {self.name!r}: not ready after start ({exc!r})") from None
 
     @property
     def pid(self) -> int | None:
@@ -124,13 +137,15 @@ class UciPlayer(Player):
     async def new_game(self, seed: int) -> None:
         self._game = object()  # a new game object makes python-chess send ucinewgame
 
-    async def play(self, board: chess.Board) -> Played:
+    async def play(self, board: chess.Board, clock: chess.engine.Limit | None = None) -> Played:
         if self._engine is None:
             raise PlayerFailure("crash", "engine not running")
-        timeout = self.hang_seconds + (self.limit.time or 0.0)
+        limit = clock if clock is not None else self.limit
+        own = limit.white_clock if board.turn == chess.WHITE else limit.black_clock
+        timeout = self.hang_seconds + (limit.time or own or 0.0)
         try:
             result = await asyncio.wait_for(
-                self._engine.play(board, self.limit, game=self._game, info=chess.engine.INFO_SCORE),
+                self._engine.play(board, limit, game=self._game, info=chess.engine.INFO_SCORE),
                 timeout,
             )
         except TimeoutError:

@@ -6,6 +6,10 @@ concurrent games are batched together) and plays game after game from a shared q
 and 2k+1 use the same opening with colours swapped; A is White in even games. A failing engine
 (crash, hang, illegal move) loses that game and is restarted before its next one; one that
 dies while starting is started again.
+
+A side under a clock (``tc=``) is told both clocks with each move and loses on time when a
+move overruns its clock (``frugalzero.evaluate.clock``). Such a match plays one game at a time
+unless ``concurrency`` is set, so the engine has the machine to itself, as a user's would.
 """
 
 from __future__ import annotations
@@ -27,11 +31,18 @@ from frugalzero.chess.rules import game_end
 from frugalzero.config import check
 from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig, Adjudicator
+from frugalzero.evaluate.clock import FLAG_TOLERANCE, GameClocks, flag_verdict, time_control_tag
 from frugalzero.evaluate.elo import elo_interval, los
-from frugalzero.evaluate.engines import Player, PlayerFailure, RandomPlayer, UciPlayer
+from frugalzero.evaluate.engines import (
+    Player,
+    PlayerFailure,
+    RandomPlayer,
+    SpecMistake,
+    UciPlayer,
+)
 from frugalzero.evaluate.openings import odds_opening, opening_stream
 from frugalzero.evaluate.pgn import GameOutcome, append_game, score_comment, to_pgn
-from frugalzero.evaluate.specs import EngineSpec, check_executable, parse_spec
+from frugalzero.evaluate.specs import EngineSpec, parse_spec, uci_command
 from frugalzero.evaluate.sprt import SprtConfig, SprtResult, sprt
 
 RESTART_TRIES = 3
@@ -54,7 +65,8 @@ class MatchConfig:
     odds_giver: Literal["first", "second"] = "first"
     """Which engine gives the odds, whatever colour it plays: the first (A) or the second."""
     concurrency: int = 0
-    """Games played at once; 0 = one per CPU core (each game's engines take turns on one)."""
+    """Games played at once; 0 = one per CPU core (each game's engines take turns on one), or
+    one at a time when an engine plays under a clock (it gets the whole machine)."""
     seed: int = 1
     """Seed of the random openings and of ``random`` players."""
     pgn: str = ""
@@ -62,7 +74,10 @@ class MatchConfig:
     event: str = "frugalzero match"
     """PGN Event tag."""
     hang_seconds: float = 60.0
-    """Seconds past its move time after which a silent engine has hung (and loses)."""
+    """Seconds past its move time (or its clock) after which a silent engine has hung (and
+    loses)."""
+    time_margin: float = 0.0
+    """Seconds a move may overrun its clock, beyond a fixed 0.05 s, before the flag falls."""
     sprt: SprtConfig | None = None
     """Stop as soon as this test decides (pentanomial model on complete opening pairs)."""
     adjudication: AdjudicationConfig = field(default_factory=AdjudicationConfig)
@@ -74,6 +89,7 @@ class MatchConfig:
             (self.noise_plies >= 0, "noise_plies must be >= 0"),
             (self.concurrency >= 0, "concurrency must be >= 0"),
             (self.hang_seconds > 0, "hang_seconds must be > 0"),
+            (self.time_margin >= 0, "time_margin must be >= 0"),
         ]
         check(self, "match", checks)
 
@@ -194,7 +210,9 @@ async def play_game(
         ["book"] * len(board.move_stack),
         white.spec.limit_text(),
         black.spec.limit_text(),
+        time_control_tag(white.spec.tc, black.spec.tc),
     )
+    clocks = GameClocks(white.spec.tc, black.spec.tc, FLAG_TOLERANCE + config.time_margin)
     await white.new_game(config.seed * 100_003 + index)
     await black.new_game(config.seed * 100_003 + index + 50_000)
     adjudicator = Adjudicator(config.adjudication)
@@ -202,8 +220,9 @@ async def play_game(
     while verdict is None:
         mover = board.turn
         player = white if mover == chess.WHITE else black
+        started = time.perf_counter()
         try:
-            played = await player.play(board)
+            played = await player.play(board, clocks.limit(mover))
         except PlayerFailure as failure:
             side = "White" if mover == chess.WHITE else "Black"
             outcome.failed = player.name
@@ -211,7 +230,13 @@ async def play_game(
             outcome.result = "0-1" if mover == chess.WHITE else "1-0"
             outcome.reason = f"{side} {failure.kind}"
             return outcome
+        if not clocks.spend(mover, time.perf_counter() - started):
+            outcome.result, outcome.reason = flag_verdict(board, mover)
+            outcome.termination = "time forfeit"
+            return outcome
         board.push(played.move)
+        if (left := clocks.own_clock(mover)) is not None:
+            outcome.clocks[len(outcome.moves)] = left
         outcome.moves.append(played.move)
         outcome.comments.append(score_comment(played.score, played.depth))
         verdict = _rules_outcome(board)
@@ -228,30 +253,42 @@ def make_players(spec: EngineSpec, seats: int, hang_seconds: float, shared: dict
     (a net engine's evaluator), so each is built once per match."""
     if spec.kind == "random":
         return [RandomPlayer(spec) for _ in range(seats)]
-    if spec.kind == "net":
-        from frugalzero.evaluate.netplayer import NetEngine
+    if spec.is_uci:  # a net under a clock too: our own UCI engine, one process per seat
+        return [UciPlayer(spec, hang_seconds) for _ in range(seats)]
+    from frugalzero.evaluate.netplayer import NetEngine
 
-        if spec.name not in shared:
-            shared[spec.name] = NetEngine(spec)
-        return shared[spec.name].seats(seats)
-    return [UciPlayer(spec, hang_seconds) for _ in range(seats)]
+    if spec.name not in shared:
+        shared[spec.name] = NetEngine(spec)
+    return shared[spec.name].seats(seats)
 
 
 OnGame = Callable[[GameOutcome, Tally], None]
+
+
+def game_slots(spec_a: EngineSpec, spec_b: EngineSpec, config: MatchConfig) -> tuple[int, str]:
+    """(games at once, why it is one when not asked): ``concurrency``, else one per core, but
+    one game at a time when an engine plays under a clock, so that engine has the whole
+    machine as a user's would and the other games do not eat its time."""
+    from frugalzero.runtime.cores import available_cores
+
+    if config.concurrency:
+        return min(config.concurrency, config.games), ""
+    if spec_a.tc is not None or spec_b.tc is not None:
+        why = "an engine plays under a clock: one game at a time (set --concurrency to change)"
+        return 1, why
+    return min(available_cores(), config.games), ""
 
 
 async def run_match(
     spec_a: EngineSpec, spec_b: EngineSpec, config: MatchConfig, on_game: OnGame | None = None
 ) -> MatchResult:
     """Play the match inside a running event loop."""
-    from frugalzero.runtime.cores import available_cores
-
     if config.games < 1:
         raise UserError(f"games must be at least 1, not {config.games}")
-    seats = min(config.concurrency or available_cores(), config.games)
+    seats, _ = game_slots(spec_a, spec_b, config)
     for spec in (spec_a, spec_b):  # a missing executable is not worth the start's retries
         if spec.is_uci:
-            check_executable(spec)
+            uci_command(spec)
     shared: dict = {}
     players_a = make_players(spec_a, seats, config.hang_seconds, shared)
     players_b = make_players(spec_b, seats, config.hang_seconds, shared)
@@ -272,6 +309,8 @@ async def run_match(
             try:
                 await action()
                 return
+            except SpecMistake:
+                raise
             except UserError:
                 if attempt == RESTART_TRIES - 1:
                     raise
@@ -357,6 +396,11 @@ def play_match(
     if not progress:
         return asyncio.run(run_match(spec_a, spec_b, config, on_game))
     from frugalzero.evaluate.progress import MatchProgress
+    from frugalzero.runtime.progress import stderr_console
+
+    _, why = game_slots(spec_a, spec_b, config)
+    if why:
+        stderr_console().print(f"note: {why}")
 
     with MatchProgress(spec_a.name, spec_b.name, config.games) as bar:
 

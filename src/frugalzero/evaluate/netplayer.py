@@ -6,7 +6,8 @@ all concurrent games go to the network in shared batches. A request that arrives
 driver runs stops it at the next batch boundary (the other trees keep their half-done searches)
 and joins the next run, so no game waits for another game's whole search. ``nodes=1`` plays
 the raw policy: the most probable move, no search. Each seat keeps its tree between moves
-(tree reuse) and plays deterministically: no root noise, no temperature.
+(tree reuse) and plays deterministically: no root noise, no temperature. This is the path
+of a net with a node limit; a net under a clock is a UCI engine (``frugalzero uci``).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import threading
 from dataclasses import dataclass
 
 import chess
+import chess.engine
 import numpy as np
 
 from frugalzero.config import from_dict, parse_override
 from frugalzero.errors import UserError
 from frugalzero.evaluate.engines import Played, Player
-from frugalzero.evaluate.specs import EngineSpec
+from frugalzero.evaluate.specs import EngineSpec, net_file
 from frugalzero.search import Driver, SearchConfig, SearchTree
 from frugalzero.search.config import PLAY_SETTINGS
 from frugalzero.values import score_cp, search_score, value_to_cp
@@ -92,13 +94,10 @@ class NetEngine:
         with self._lock:
             if self.evaluator is not None:
                 return
-            from frugalzero.nn.checkpoint import load_net, resolve_net_path
+            from frugalzero.nn.checkpoint import load_net
             from frugalzero.nn.evaluator import Evaluator
 
-            path = resolve_net_path(self.spec.path)
-            if not path.is_file():
-                raise UserError(f"engine {self.spec.name!r}: network file {path} not found")
-            net, _ = load_net(path)
+            net, _ = load_net(net_file(self.spec))
             self.evaluator = Evaluator(net, self._eval_config)
             self._thread = threading.Thread(target=self._serve, name="net-engine", daemon=True)
             self._thread.start()
@@ -186,7 +185,7 @@ class NetSeat(Player):
     async def new_game(self, seed: int) -> None:
         self.tree = None
 
-    async def play(self, board: chess.Board) -> Played:
+    async def play(self, board: chess.Board, clock: chess.engine.Limit | None = None) -> Played:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self.engine.request(_Request(self, board.copy(), loop, future))

@@ -1,9 +1,10 @@
 """Games to PGN and back: what was played, by which engine, under which limit, and why it ended.
 
-Out: the Seven Tag Roster, the engines' full spec strings, their per-move limits, the opening
-(its moves carry a ``book`` comment), ``Termination`` as the PGN standard spells it with the
-exact reason beside it, and the ply count; every engine move carries its score and depth, as
-cutechess writes them. In: only the headers of any PGN are read (White, Black, Result), which is
+Out: the Seven Tag Roster, the engines' full spec strings, their limits, the time control, the
+opening (its moves carry a ``book`` comment), ``Termination`` as the PGN standard spells it with
+the exact reason beside it, and the ply count; every engine move carries its score and depth, as
+cutechess writes them, and under a clock the mover's clock after it (``[%clk 0:00:09.95]``,
+as lichess writes it). In: only the headers of any PGN are read (White, Black, Result), which is
 all a rating needs, and is fast on large files.
 """
 
@@ -46,6 +47,11 @@ class GameOutcome:
     """One per move: 'book', '+0.35/12' or ''."""
     white_limit: str = "-"
     black_limit: str = "-"
+    time_control: str = "-"
+    """PGN TimeControl (``10+0.1``; ``-`` for none, ``?`` when the sides' clocks differ)."""
+    clocks: dict[int, float] = field(default_factory=dict)
+    """The mover's clock in seconds after each move played under a clock, by index in
+    ``moves``."""
     failed: str = ""
     """Name of the engine that crashed, hung or moved illegally ('' if none)."""
 
@@ -84,7 +90,7 @@ def to_pgn(
     game.headers["Result"] = outcome.result
     if outcome.opening.root_fen != chess.STARTING_FEN:
         game.setup(board)
-    game.headers["TimeControl"] = "-"
+    game.headers["TimeControl"] = outcome.time_control
     game.headers["WhiteLimit"] = outcome.white_limit
     game.headers["BlackLimit"] = outcome.black_limit
     if outcome.opening.name:
@@ -93,10 +99,12 @@ def to_pgn(
     game.headers["TerminationDetails"] = outcome.reason
     game.headers["PlyCount"] = str(outcome.plies)
     node: chess.pgn.GameNode = game
-    for move, comment in zip(outcome.moves, outcome.comments):
+    for ply, (move, comment) in enumerate(zip(outcome.moves, outcome.comments)):
         node = node.add_variation(move)
         if comment:
             node.comment = comment
+        if ply in outcome.clocks:
+            node.set_clock(outcome.clocks[ply])
     exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)
     return game.accept(exporter) + "\n\n"
 

@@ -3,7 +3,9 @@
 Grammar: ``KIND[:PATH][?key=value&key=value...]``. The kinds:
 
 - ``net:PATH`` (``net:default`` = the shipped net): our network with our search;
-  ``nodes=1`` plays the raw policy. Other keys are search settings.
+  ``nodes=1`` plays the raw policy. Other keys are search settings. Under a clock (``tc``)
+  the net plays through ``frugalzero uci`` instead, as GUI users meet it, and its other keys
+  are that engine's UCI options.
 - ``stockfish``: Debian's Stockfish 15.1; ``elo`` (1350-2850) sets UCI_LimitStrength and
   UCI_Elo, ``skill`` (0-20) the Skill Level.
 - ``fairy``: Debian's Fairy-Stockfish, whose ``skill`` goes down to -20 (far below Stockfish's
@@ -14,18 +16,24 @@ Grammar: ``KIND[:PATH][?key=value&key=value...]``. The kinds:
 
 Every UCI kind takes the search limits ``nodes``, ``depth`` and ``movetime`` (milliseconds),
 and ``threads`` and ``hash`` (MB; default 1 thread, 16 MB). With no limit a UCI engine gets
-``movetime=100``. The canonical name (sorted keys) is what PGN headers and ratings use, so
-the same engine always has the same name.
+``movetime=100``. Instead of a per-move limit, every kind but ``random`` takes a clock,
+``tc=BASE+INC`` or ``tc=MOVES/BASE+INC`` in seconds (``frugalzero.evaluate.clock``). The
+canonical name (sorted keys, the clock spelled one way) is what PGN headers and ratings use,
+so the same engine always has the same name.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+import frugalzero
 from frugalzero.errors import UserError
+from frugalzero.evaluate.clock import TimeControl, parse_time_control
 
 KINDS = ("net", "stockfish", "fairy", "glaurung", "uci", "random")
 BINARIES = {
@@ -56,6 +64,8 @@ class EngineSpec:
     """Search limit: plies per move (UCI kinds)."""
     movetime: int | None = None
     """Search limit: milliseconds per move (UCI kinds)."""
+    tc: TimeControl | None = None
+    """A clock for the whole game instead of a per-move limit (every kind but ``random``)."""
     params: dict[str, str] = field(default_factory=dict)
     """Remaining keys, as written: search settings of ``net``, ``seed`` of ``random``."""
     soft_options: tuple[str, ...] = ()
@@ -65,11 +75,17 @@ class EngineSpec:
 
     @property
     def is_uci(self) -> bool:
-        return self.kind in ("stockfish", "fairy", "glaurung", "uci")
+        """Runs as a UCI process, one per game seat: the UCI kinds, and a net under a clock
+        (``frugalzero uci``)."""
+        return self.kind in ("stockfish", "fairy", "glaurung", "uci") or (
+            self.kind == "net" and self.tc is not None
+        )
 
     def limit_text(self) -> str:
-        """The per-move limit as PGN headers show it (``nodes=1000``, ``movetime=100``)."""
+        """The limit as PGN headers show it (``nodes=1000``, ``movetime=100``, ``tc=10+0.1``)."""
         parts = [f"{k}={getattr(self, k)}" for k in LIMIT_KEYS if getattr(self, k) is not None]
+        if self.tc is not None:
+            parts.append(f"tc={self.tc.text()}")
         return " ".join(parts) or "-"
 
 
@@ -129,6 +145,7 @@ def parse_spec(text: str) -> EngineSpec:
     for key in LIMIT_KEYS:
         if key in pairs and kind != "random":
             limits[key] = _int(text, key, pairs[key], 1)
+    tc = _time_control(text, pairs, limits) if "tc" in pairs and kind != "random" else None
     if kind == "random":
         if path:
             raise UserError(f"engine {text!r}: random takes no path")
@@ -143,6 +160,9 @@ def parse_spec(text: str) -> EngineSpec:
             raise UserError(
                 f"engine {text!r}: net needs a file, e.g. net:default or net:my.safetensors"
             )
+        if tc is not None:  # played by ``frugalzero uci``: the other keys are its options
+            options = {k: _option_value(v) for k, v in pairs.items() if k != "tc"}
+            return EngineSpec("net", path, options, tc=tc, name=canonical(kind, path, pairs))
         extra = {k: v for k, v in pairs.items() if k != "nodes"}
         unknown = sorted(set(pairs) & {"depth", "movetime"})
         if unknown:
@@ -150,11 +170,32 @@ def parse_spec(text: str) -> EngineSpec:
         return EngineSpec(
             "net", path, nodes=limits.get("nodes"), params=extra, name=canonical(kind, path, pairs)
         )
-    return _uci_spec(text, kind, path, pairs, limits)
+    return _uci_spec(text, kind, path, pairs, limits, tc)
+
+
+def _time_control(text: str, pairs: dict[str, str], limits: dict[str, int]) -> TimeControl:
+    """The spec's clock, spelled canonically in ``pairs``; one per-move limit with it is an
+    error (an engine plays under a clock or a per-move limit, never both)."""
+    if limits:
+        raise UserError(
+            f"engine {text!r}: tc (a clock) and {next(iter(limits))} (a per-move limit) "
+            "exclude each other; give one"
+        )
+    try:
+        tc = parse_time_control(pairs["tc"])
+    except ValueError as exc:
+        raise UserError(f"engine {text!r}: {exc}") from None
+    pairs["tc"] = tc.text()
+    return tc
 
 
 def _uci_spec(
-    text: str, kind: str, path: str, pairs: dict[str, str], limits: dict[str, int]
+    text: str,
+    kind: str,
+    path: str,
+    pairs: dict[str, str],
+    limits: dict[str, int],
+    tc: TimeControl | None,
 ) -> EngineSpec:
     options: dict[str, str | int | bool] = {
         "Threads": _int(text, "threads", pairs.get("threads", "1"), 1),
@@ -162,7 +203,7 @@ def _uci_spec(
     }
     if kind == "glaurung":  # it defaults to 2 threads and an opening book
         options["OwnBook"] = False
-    known = {"threads", "hash", *LIMIT_KEYS}
+    known = {"threads", "hash", "tc", *LIMIT_KEYS}
     if kind == "uci":
         if not path:
             raise UserError(f"engine {text!r}: uci needs an executable, e.g. uci:/usr/bin/engine")
@@ -185,12 +226,12 @@ def _uci_spec(
                 f"engine {text!r}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})"
             )
         path = path or BINARIES[kind]
-    if not limits:
+    if not limits and tc is None:
         limits = {"movetime": DEFAULT_MOVETIME_MS}
     name_path = "" if kind != "uci" and path == BINARIES.get(kind) else path
     soft = tuple(k for k in ("Threads", "Hash", "OwnBook") if k.lower() not in pairs)
     name = canonical(kind, name_path, pairs)
-    return EngineSpec(kind, path, options, params={}, soft_options=soft, name=name, **limits)
+    return EngineSpec(kind, path, options, params={}, soft_options=soft, name=name, tc=tc, **limits)
 
 
 def check_executable(spec: EngineSpec) -> str:
@@ -203,3 +244,25 @@ def check_executable(spec: EngineSpec) -> str:
     if spec.kind in APT_PACKAGE:
         hint = f" (install it: sudo apt-get install {APT_PACKAGE[spec.kind]})"
     raise UserError(f"engine {spec.name!r}: executable {path!r} not found{hint}")
+
+
+def net_file(spec: EngineSpec) -> Path:
+    """The network file of a ``net:`` engine, or a UserError before anything starts."""
+    from frugalzero.nn.checkpoint import resolve_net_path
+
+    path = resolve_net_path(spec.path)
+    if not path.is_file():
+        raise UserError(f"engine {spec.name!r}: network file {path} not found")
+    return path
+
+
+def uci_command(spec: EngineSpec) -> tuple[list[str], dict[str, str] | None]:
+    """(argv, environment or None to inherit) of a UCI seat. A net under a clock runs our own
+    ``frugalzero uci`` on this interpreter with this code first on its path, so it is the
+    installation that is running the match."""
+    if spec.kind != "net":
+        return [check_executable(spec)], None
+    code = str(Path(frugalzero.__file__).resolve().parents[1])
+    path = os.pathsep.join(filter(None, [code, os.environ.get("PYTHONPATH", "")]))
+    argv = [sys.executable, "-m", "frugalzero", "uci", "--net", str(net_file(spec))]
+    return argv, {**os.environ, "PYTHONPATH": path}
