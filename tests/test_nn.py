@@ -183,3 +183,32 @@ def test_two_inference_processes_share_the_batches_and_agree_with_one(tiny_net):
         for a, b in zip(want, have):
             np.testing.assert_allclose(a.priors, b.priors, rtol=1e-5, atol=1e-6)
             assert a.value == pytest.approx(b.value, abs=1e-5)
+
+
+def test_threads_change_in_the_running_inference_processes(tiny_net):
+    config = EvaluatorConfig(
+        backend="process", precision="fp32", compile="off", threads=2, servers=2
+    )
+    with Evaluator(tiny_net, config) as ev:
+        assert ev.server_stats()["threads"] == 4  # summed over the two processes
+        ev.submit([chess.Board()])  # a batch in flight is answered before the change
+        ev.set_threads(1)
+        assert ev.threads == 1 and ev.server_stats()["threads"] == 2
+        assert len(ev.evaluate(random_boards(8, seed=5))) == 8
+
+
+def test_the_cache_resizes_and_reports_how_full_it_is(tiny_net):
+    config = EvaluatorConfig(backend="inline", precision="fp32", compile="off", cache_size=100)
+    with Evaluator(tiny_net, config) as ev:
+        ev.evaluate(random_boards(30, seed=6))
+        assert ev.cache_permille == 300
+        ev.resize_cache(10)  # the least recently used go
+        assert ev.cache_permille == 1000 and ev.config.cache_size == 10
+        ev.resize_cache(0)
+        assert ev.cache_permille is None
+        ev.evaluate([chess.Board()])
+        assert ev.hits == 0
+        ev.resize_cache(50)
+        ev.evaluate([chess.Board()])
+        ev.evaluate([chess.Board()])
+        assert ev.cache_permille == 20 and ev.hits == 1

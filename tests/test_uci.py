@@ -159,7 +159,7 @@ def _go(searcher, moves: list[str], nodes: int, searchmoves: tuple[str, ...] = (
         history.push(chess.Move.from_uci(uci))
     restrict = [chess.Move.from_uci(u) for u in searchmoves]
     lines = []
-    move = searcher.search(
+    move, _ = searcher.search(
         SearchRequest(history, nodes, None, False, restrict), threading.Event(), lines.append
     )
     words = lines[-1].split()
@@ -193,6 +193,38 @@ def test_searchmoves_and_temperature(searcher):
     finally:
         searcher.set_option("Temperature", "0")
     assert len(picks) > 1 and best in picks
+
+
+def test_threads_take_effect_on_the_next_search_without_a_reload(searcher):
+    evaluator = searcher.evaluator
+    for threads in (2, 1):
+        searcher.set_option("Threads", str(threads))
+        _go(searcher, [], 16)
+        assert searcher.evaluator is evaluator and evaluator.threads == threads
+        if evaluator.backend == "process":  # what the inference process itself runs with
+            assert evaluator.server_stats()["threads"] == threads
+
+
+def test_show_wdl_takes_the_draws_from_a_wdl_head(tmp_path):
+    from frugalzero.nn.checkpoint import save_net
+    from frugalzero.nn.model import PolicyValueNet, architecture
+
+    path = tmp_path / "wdl.safetensors"
+    save_net(PolicyValueNet(architecture("tiny", value_head="wdl")).eval(), path)
+    wdl_searcher = NetSearcher(str(path), default_nodes=16)
+    try:
+        wdl_searcher.set_option("Threads", "1")
+        wdl_searcher.set_option("UCI_ShowWDL", "true")
+        lines = []
+        request = SearchRequest(GameHistory(chess.Board()), 32, None, False)
+        wdl_searcher.search(request, threading.Event(), lines.append)
+    finally:
+        wdl_searcher.close()
+    words = lines[-1].split()
+    win, draw, loss = (int(w) for w in words[words.index("wdl") + 1 :][:3])
+    assert win + draw + loss == 1000
+    # an untrained head gives each outcome about a third: far from the least decisive split
+    assert 100 < draw < 900 and min(win, loss) > 0
 
 
 def test_bench_uci_reports_nodes_per_second_against_the_raw_net(capsys):

@@ -10,7 +10,14 @@ import time
 import chess
 import pytest
 
-from frugalzero.uci import GoLimits, UciEngine, parse_go, parse_position, time_budget
+from frugalzero.uci import (
+    BestMove,
+    GoLimits,
+    UciEngine,
+    parse_go,
+    parse_position,
+    time_budget,
+)
 
 
 class FirstMoveSearcher:
@@ -28,8 +35,10 @@ class FirstMoveSearcher:
             "info depth 1 nodes 1 score cp 0 pv "
             + next(iter(request.history.board.legal_moves)).uci()
         )
-        moves = request.searchmoves or list(request.history.board.legal_moves)
-        return moves[0]
+        board = request.history.board.copy()
+        move = (request.searchmoves or list(board.legal_moves))[0]
+        board.push(move)
+        return BestMove(move, next(iter(board.legal_moves), None))
 
     def new_game(self):
         pass
@@ -73,9 +82,14 @@ def test_parse_go_reads_every_limit():
     assert (limits.wtime, limits.btime, limits.winc, limits.binc) == (1000, 2000, 10, 20)
     assert (limits.movestogo, limits.nodes, limits.depth) == (5, 7, 3)
     assert parse_go(["infinite"]).infinite
+    limits = parse_go("ponder searchmoves e2e4 d2d4 mate 3 movetime 50".split())
+    assert limits.ponder and limits.mate == 3 and limits.movetime == 50
+    assert limits.searchmoves == ["e2e4", "d2d4"] and not parse_go([]).ponder
 
 
-@pytest.mark.parametrize("bad", [["nodes", "abc"], ["nodes"], ["movetime", "-5"], ["bogus"]])
+@pytest.mark.parametrize(
+    "bad", [["nodes", "abc"], ["nodes"], ["movetime", "-5"], ["mate", "x"], ["bogus"]]
+)
 def test_parse_go_refuses_malformed(bad):
     with pytest.raises(ValueError):
         parse_go(bad)
@@ -146,5 +160,62 @@ def test_odds_option_changes_the_start_position():
     inp.lines.put("go nodes 1")
     out.wait_for("bestmove")
     assert searcher.requests[-1].history.board.piece_at(chess.D1) is None
+    inp.lines.put("quit")
+    thread.join(5)
+
+
+def test_ponder_then_ponderhit_starts_the_clock_at_ponderhit():
+    engine, inp, out, searcher, thread = start_engine()
+    inp.lines.put("position startpos moves e2e4 e7e5")  # e7e5 is the reply we ponder on
+    inp.lines.put("go ponder movetime 400")
+    time.sleep(0.5)  # longer than the move time: pondering is not on the clock
+    assert "bestmove" not in out.getvalue()
+    assert searcher.requests[-1].infinite and searcher.requests[-1].seconds is None
+    inp.lines.put("ponderhit")
+    line = out.wait_for("bestmove")
+    timed = searcher.requests[-1]
+    assert len(searcher.requests) == 2 and not timed.infinite
+    assert timed.seconds == pytest.approx(0.3, abs=0.05)  # 400 ms less the move overhead
+    assert line == "bestmove g1h3 ponder g8e7"  # the searcher's move and expected reply
+    inp.lines.put("quit")
+    thread.join(5)
+
+
+def test_stop_while_pondering_answers_at_once_with_the_pondered_move():
+    engine, inp, out, searcher, thread = start_engine()
+    inp.lines.put("position startpos")
+    inp.lines.put("go ponder wtime 1000 btime 1000")
+    time.sleep(0.2)
+    started = time.monotonic()
+    inp.lines.put("stop")
+    assert out.wait_for("bestmove").startswith("bestmove g1h3")
+    assert time.monotonic() - started < 0.5
+    assert len(searcher.requests) == 1  # no timed search after a stop
+    inp.lines.put("ponderhit")  # too late: ignored
+    inp.lines.put("isready")
+    out.wait_for("readyok")
+    assert out.getvalue().count("bestmove") == 1
+    inp.lines.put("quit")
+    thread.join(5)
+
+
+def test_nothing_is_written_after_quit():
+    engine, inp, out, searcher, thread = start_engine()
+    inp.lines.put("position startpos")
+    inp.lines.put("go infinite")
+    time.sleep(0.1)
+    inp.lines.put("quit")
+    thread.join(5)
+    assert not thread.is_alive() and "bestmove" not in out.getvalue()
+
+
+def test_chess960_is_refused_and_ponder_accepted():
+    engine, inp, out, searcher, thread = start_engine()
+    inp.lines.put("setoption name UCI_Chess960 value true")
+    inp.lines.put("setoption name Ponder value true")
+    inp.lines.put("isready")
+    out.wait_for("readyok")
+    assert "info string UCI_Chess960 is not supported" in out.getvalue().splitlines()
+    assert engine.values["uci_chess960"] == "false" and engine.values["ponder"] == "true"
     inp.lines.put("quit")
     thread.join(5)

@@ -20,6 +20,7 @@ from frugalzero.values import (
     uci_score,
     value_to_cp,
     value_to_wdl,
+    wdl_permille,
     wdl_to_value,
 )
 
@@ -94,3 +95,15 @@ def test_wdl_has_the_value_as_expectation_on_every_array_kind() -> None:
     as_torch = torch.stack(value_to_wdl(torch.from_numpy(grid)), dim=1).numpy()
     np.testing.assert_allclose(as_numpy, as_torch)
     np.testing.assert_allclose(wdl_to_value(as_numpy[:, 0], as_numpy[:, 2]), grid)
+
+
+@pytest.mark.parametrize("draw", [None, 0.0, 0.3, 0.5, 1.0])
+@pytest.mark.parametrize("value", [-1.0, -0.9995, -0.42, 0.0, 0.0005, 0.3, 0.999, 1.0])
+def test_uci_wdl_is_whole_per_mille_with_the_value_as_expectation(value, draw) -> None:
+    win, drawn, loss = wdl_permille(value, draw)
+    assert min(win, drawn, loss) >= 0 and win + drawn + loss == 1000
+    assert (win - loss) / 1000 == pytest.approx(value, abs=1.5e-3)
+    if draw is None:  # the least decisive split, as value_to_wdl makes it
+        assert (win, drawn, loss) == tuple(round(1000 * p) for p in value_to_wdl(value))
+    else:  # the head's draws, where the value leaves room for them
+        assert drawn == round(1000 * min(draw, 1 - abs(value)))

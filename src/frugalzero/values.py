@@ -108,6 +108,19 @@ def value_to_wdl(value: Any) -> tuple[Any, Any, Any]:
     return (decided + v) / 2, 1.0 - decided, (decided - v) / 2
 
 
+def wdl_permille(value: float, draw: float | None = None) -> tuple[int, int, int]:
+    """UCI's ``wdl W D L`` of a value: whole per mille summing to 1000. Win minus loss is
+    ``value``; the draws are ``draw`` (a WDL head's draw probability) as far as the value
+    leaves room for them, or without it the least decisive split (``value_to_wdl``)."""
+    v = max(-1.0, min(1.0, value))
+    if draw is None:
+        draw = value_to_wdl(v)[1]
+    draw = max(0.0, min(draw, 1.0 - abs(v)))
+    win = round(500 * (1.0 - draw + v))
+    loss = min(round(500 * (1.0 - draw - v)), 1000 - win)
+    return win, 1000 - win - loss, loss
+
+
 def wdl_to_value(win: Any, loss: Any) -> Any:
     """Expected result of win/draw/loss probabilities (a draw counts zero)."""
     return win - loss

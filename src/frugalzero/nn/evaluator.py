@@ -18,7 +18,7 @@ import multiprocessing as mp
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Literal
 
@@ -214,7 +214,11 @@ def _serve(
             if message is None:
                 return
             if message[0] == "stats":
-                conn.send(("stats", {"busy_s": busy, "batches": batches, "positions": positions}))
+                counts = {"busy_s": busy, "batches": batches, "positions": positions}
+                conn.send(("stats", {**counts, "threads": torch.get_num_threads()}))
+                continue
+            if message[0] == "threads":
+                set_threads(message[1], runner.device)
                 continue
             if message[0] == "weights":
                 runner.load_state_dict(arrays_to_state_dict(message[1]))
@@ -343,6 +347,9 @@ class _ProcessBackend:
             self._finish_oldest()
         self._conn.send(("weights", weights_to_arrays(net)))
 
+    def set_threads(self, threads: int) -> None:
+        self._conn.send(("threads", threads))  # taken in order: later batches run with them
+
     def close(self) -> None:
         try:
             self._conn.send(None)
@@ -396,8 +403,7 @@ class Evaluator:
             backend = "process" if available_cores() >= 2 else "inline"
         self.backend = backend
         processes = config.servers if backend == "process" else 0
-        free = available_cores() - (backend == "process")
-        self.threads = config.threads or max(1, free // max(1, processes))
+        self.threads = self._threads_for(config.threads, processes)
         self.head = net.config.value_head
         self.net_config = net.config
         self._runner: NetRunner | None = None
@@ -466,8 +472,8 @@ class Evaluator:
         self.clear_cache()
 
     def server_stats(self) -> dict[str, float]:
-        """Busy seconds, batches and positions of the inference processes so far, summed
-        ({} inline); ``servers`` says how many there are."""
+        """Busy seconds, batches, positions and PyTorch threads of the inference processes so
+        far, summed ({} inline); ``servers`` says how many there are."""
         if not self._servers:
             return {}
         total: dict[str, float] = {"servers": len(self._servers)}
@@ -480,6 +486,33 @@ class Evaluator:
         """Process ids of the inference processes ([] inline): for pinning, monitoring."""
         return [server.pid for server in self._servers]
 
+    def set_threads(self, threads: int) -> None:
+        """Run the network with ``threads`` PyTorch threads per inference process from now on
+        (0: the default, as ``EvaluatorConfig.threads``), so a UCI ``Threads`` option needs no
+        reload."""
+        self.threads = self._threads_for(threads, len(self._servers))
+        for server in self._servers:
+            server.set_threads(self.threads)
+        if self._runner is not None:
+            set_threads(self.threads, self._runner.device)
+
+    def resize_cache(self, size: int) -> None:
+        """Keep at most ``size`` positions from now on (0: no cache); the least recently used
+        go first."""
+        self.config = replace(self.config, cache_size=size)
+        if size == 0:
+            self._cache = None
+        elif self._cache is None:
+            self._cache = OrderedDict()
+        self._trim_cache()
+
+    @property
+    def cache_permille(self) -> int | None:
+        """How full the cache is, per mille of its size (None without a cache)."""
+        if self._cache is None:
+            return None
+        return min(1000, len(self._cache) * 1000 // self.config.cache_size)
+
     def clear_cache(self) -> None:
         if self._cache is not None:
             self._cache.clear()
@@ -490,6 +523,13 @@ class Evaluator:
         self._servers = []
 
     # -- internals ----------------------------------------------------------------------------
+    @staticmethod
+    def _threads_for(threads: int, processes: int) -> int:
+        """Threads per inference process (``processes``; 0: inline): ``threads``, or for 0 the
+        cores not taken by the caller and the other processes (at least 1)."""
+        free = available_cores() - (processes > 0)
+        return threads or max(1, free // max(1, processes))
+
     def _collect(self, job: Any) -> Output:
         if isinstance(job, tuple) and job and job[0] == "inline":
             return job[1]

@@ -11,9 +11,11 @@ Interfaces (see docs/search.md for the design and measured figures):
   returns leaves needing the network (``node.inp`` is their ``NetInput``) and ``apply(node,
   evaluation)`` expands one -- so callers can step a search batch by batch, until a deadline
   or a stop flag. ``result()`` is the outcome; ``choose_move(ply)`` the self-play move
-  (temperature); ``advance(move)`` keeps the played move's subtree.
+  (temperature); ``advance(move)`` keeps the played move's subtree; ``start(n, moves)``
+  searches only ``moves`` at the root (UCI's ``go searchmoves``).
 * ``SearchResult`` -- one search's outcome: root moves, visits, Q, policy and training target,
-  value, best move, PV, mate distance, nodes, depth, simulations.
+  value, best move, PV, mate distance, nodes, depth, simulations, and the best root moves as
+  ``RootLine``s (each with its Q, mate, draw probability and PV: UCI's MultiPV).
 * ``search(tree, evaluator, simulations, stop) -> SearchResult`` -- one tree, two batches in
   flight.
 * ``Driver(evaluator, groups).run(tasks, stop)`` / ``search_many(trees, evaluator)`` -- many
@@ -33,7 +35,7 @@ Values are always for the side to move at the node they belong to, in [-1, 1].
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.driver import Driver, SearchTask, search, search_many
 from frugalzero.search.tree import Node, SearchTree
-from frugalzero.search.types import Evaluates, Evaluation, SearchResult
+from frugalzero.search.types import Evaluates, Evaluation, RootLine, SearchResult
 from frugalzero.search.uniform import HashEvaluator, Ready, UniformEvaluator
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "HashEvaluator",
     "Node",
     "Ready",
+    "RootLine",
     "SearchConfig",
     "SearchResult",
     "SearchTask",

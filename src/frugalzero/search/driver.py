@@ -15,6 +15,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+import chess
+
 from frugalzero.search.tree import Node, SearchTree
 from frugalzero.search.types import Evaluates, SearchResult
 
@@ -82,12 +84,13 @@ def search(
     stop: Callable[[], bool] | None = None,
     in_flight: int = 2,
     on_batch: Callable[[SearchTree], None] | None = None,
+    moves: list[chess.Move] | None = None,
 ) -> SearchResult:
     """Run one search on one tree: ``simulations`` (None = the config's; 0 = until ``stop``
     returns True), keeping up to ``in_flight`` batches of ``leaves_per_gather`` leaves in
     flight (virtual loss keeps them apart). ``on_batch`` is called after each applied batch
-    (progress output, time checks)."""
-    tree.start(simulations)
+    (progress output, time checks); ``moves`` restricts the root (``SearchTree.start``)."""
+    tree.start(simulations, moves)
     with PausedGC() as paused:
         _search_loop(tree, evaluator, stop, in_flight, on_batch, paused)
     return tree.result()

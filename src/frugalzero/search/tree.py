@@ -33,7 +33,7 @@ from frugalzero.search.puct import (
     puct_scores,
     temperature_for_ply,
 )
-from frugalzero.search.types import SearchResult
+from frugalzero.search.types import RootLine, SearchResult
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 _NEG_INF = -math.inf
@@ -61,6 +61,7 @@ class Node:
         "n",
         "w",
         "value",
+        "draw",
         "visited_p",
         "proven",
         "plies",
@@ -80,6 +81,7 @@ class Node:
         self.n = 0  # simulations through this node, its own evaluation included
         self.w = 0.0  # sum of their values, this node's side-to-move view
         self.value = 0.0  # the network's (or the terminal) value
+        self.draw = None  # the network's draw probability (WDL heads only)
         self.proven = 0  # +1 proven win / -1 proven loss for the side to move here
         self.plies = 0  # plies to the end of the game when proven
         self.block = None  # -inf at children proven to lose for this side (or None)
@@ -122,13 +124,17 @@ class SearchTree:
         """The root position (with the game's move stack)."""
         return self.history.board
 
-    def start(self, simulations: int | None = None) -> None:
+    def start(self, simulations: int | None = None, moves: list[chess.Move] | None = None) -> None:
         """Begin a search of ``simulations`` more simulations (None: the config's; 0 or
-        ``math.inf``: until stopped) from the current root."""
+        ``math.inf``: until stopped) from the current root. With ``moves`` this search visits
+        only those root moves (the others are blocked until the next ``start``; moves that are
+        not legal here are ignored, and if none is, every move is searched). A root proven
+        before the search is not searched again, whatever ``moves`` says."""
         if self.in_flight:
             raise RuntimeError("start() while leaves are still being evaluated")
         if simulations is None:
             simulations = self.config.simulations
+        self._only = list(moves) if moves else None
         self.target = math.inf if simulations in (0, math.inf) else int(simulations)
         self.started = 0
         self.max_depth = 0
@@ -143,6 +149,8 @@ class SearchTree:
             return False
         root = self.root
         if root.state == TERMINAL or (root.proven and root.state == EXPANDED):
+            return True
+        if root.state == EXPANDED and self._allowed_all_blocked():
             return True
         return root.state == EXPANDED and self.started >= self.target
 
@@ -163,7 +171,10 @@ class SearchTree:
         out: list[Node] = []
         collided = self._collided
         allowed = self.config.collisions
+        restricted = self._allowed is not None
         while len(out) < limit and self.started < self.target and not root.proven:
+            if restricted and self._allowed_all_blocked():
+                break  # every allowed move is proven lost: nothing left to search
             leaf = self._descend()
             if leaf is None:  # walked into a leaf that is still being evaluated
                 if len(collided) > allowed:
@@ -189,6 +200,8 @@ class SearchTree:
         node.children = [None] * n
         node.visited_p = 0.0
         node.value = value = float(evaluation.value)
+        if evaluation.wdl is not None:
+            node.draw = float(evaluation.wdl[1])
         node.state = EXPANDED
         if node is self.root:
             node.n = 1
@@ -242,13 +255,16 @@ class SearchTree:
         cycle collector could reclaim them)."""
         _dispose(self.root)
 
-    def result(self) -> SearchResult:
-        """The search's outcome (mid-search: a snapshot of it so far)."""
+    def result(self, lines: int = 1) -> SearchResult:
+        """The search's outcome (mid-search: a snapshot of it so far), with the ``lines`` best
+        root moves as ``RootLine``s."""
         root = self.root
         moves: list[chess.Move] = []
         visits = q = policy = np.zeros(0)
         indices, probs = np.zeros(0, np.int64), np.zeros(0, np.float32)
         best = None
+        pv = self._pv()
+        root_lines: list[RootLine] = []
         if root.state == EXPANDED:
             moves = list(root.moves)
             visits = root.N.copy()
@@ -263,6 +279,7 @@ class SearchTree:
             probs /= probs.sum(dtype=np.float32)
             slot = self._best_slot()
             best = None if slot is None else moves[slot]
+            root_lines = self._lines(lines, q, pv)
         return SearchResult(
             moves=moves,
             visits=visits,
@@ -272,11 +289,12 @@ class SearchTree:
             target_probs=probs,
             value=root.q,
             best_move=best,
-            pv=self._pv(),
+            pv=pv,
             mate_in=root.proven * root.plies if root.proven and root.state != TERMINAL else None,
             nodes=root.n,
             depth=self.max_depth,
             simulations=self.started,
+            lines=root_lines,
         )
 
     def choose_move(self, ply: int | None = None) -> chess.Move | None:
@@ -310,6 +328,8 @@ class SearchTree:
         """Make ``node`` (a kept subtree) or a new node for the history's position the root;
         no search is running on it yet."""
         self.target: float = 0  # simulations of the current search
+        self._only: list[chess.Move] | None = None  # the root moves this search may visit
+        self._allowed: np.ndarray | None = None  # ... as a mask over the root's moves, once set
         self.started = 0  # simulations begun in the current search
         self.max_depth = 0  # deepest leaf of the current search
         self._gumbel: _GumbelRoot | None = None
@@ -343,11 +363,34 @@ class SearchTree:
         self._prepared = True
         cfg, root = self.config, self.root
         root.P = root.raw
+        self._restrict_root()
         if cfg.gumbel:
-            self._gumbel = _GumbelRoot(root, cfg, self.rng, self.target)
+            self._gumbel = _GumbelRoot(root, cfg, self.rng, self.target, self._allowed)
         elif cfg.root_noise and len(root.moves) > 1:
             root.P = dirichlet_mix(root.raw, cfg.dirichlet_alpha, cfg.dirichlet_epsilon, self.rng)
         root.visited_p = float(root.P[root.N > 0].sum())
+
+    def _restrict_root(self) -> None:
+        """Block the root moves this search may not visit (``start(moves=...)``), on top of
+        the proofs' blocks; the previous search's restriction is lifted first."""
+        root = self.root
+        if self._allowed is not None:
+            root.block = _proof_block(root)
+            self._allowed = None
+        if self._only is None:
+            return
+        allowed = np.array([move in self._only for move in root.moves])
+        if not allowed.any() or allowed.all():
+            return
+        block = root.block if root.block is not None else np.zeros(len(root.moves))
+        block[~allowed] = _NEG_INF
+        root.block = block
+        self._allowed = allowed
+
+    def _allowed_all_blocked(self) -> bool:
+        """A restricted search whose every allowed root move is proven lost."""
+        block = self.root.block
+        return self._allowed is not None and block is not None and not np.isfinite(block).any()
 
     def _descend(self) -> Node | None:
         """One simulation's walk down. Returns the new leaf (PENDING), a node already backed up
@@ -536,10 +579,11 @@ class SearchTree:
             return root.P.copy()
         return root.N / total
 
-    def _pv(self, limit: int = 64) -> list[chess.Move]:
-        """Principal variation: proven-best or most-visited child, down the tree."""
+    def _pv(self, node: Node | None = None, limit: int = 64) -> list[chess.Move]:
+        """Principal variation from ``node`` (the root): proven-best or most-visited child, down
+        the tree."""
         line: list[chess.Move] = []
-        node = self.root
+        node = self.root if node is None else node
         while node.state == EXPANDED and len(line) < limit:
             slot = _best_child(node)
             if slot is None:
@@ -550,6 +594,31 @@ class SearchTree:
                 break
         return line
 
+    def _lines(self, count: int, q: np.ndarray, pv: list[chess.Move]) -> list[RootLine]:
+        """The ``count`` best root moves of the (expanded) root as lines; ``q`` and ``pv`` are
+        the result's."""
+        root = self.root
+        best = self._best_slot()
+        if best is None or count < 1:
+            return []
+        slots = [best]
+        if count > 1:
+            slots += [s for s in _ranked_slots(root, self._allowed) if s != best][: count - 1]
+        lines = []
+        for slot in slots:
+            move, child = root.moves[slot], root.children[slot]
+            if pv and pv[0] == move:
+                line = pv
+            else:
+                line = [move] + (self._pv(child, 63) if child is not None else [])
+            mate = None
+            draw = None
+            if child is not None:
+                mate = -child.proven * (child.plies + 1) if child.proven else None
+                draw = child.draw if not child.proven and child.state == EXPANDED else None
+            lines.append(RootLine(move, float(root.N[slot]), float(q[slot]), mate, draw, line))
+        return lines
+
     def _best_slot(self) -> int | None:
         root = self.root
         if root.state != EXPANDED:
@@ -557,6 +626,8 @@ class SearchTree:
         winning = _winning_slot(root)
         if winning is not None:
             return winning
+        if self._allowed_all_blocked():  # every allowed move loses: the longest resistance
+            return _ranked_slots(root, self._allowed)[0]
         if self._gumbel is not None and self.started > 0:
             return self._gumbel.final(root, self.config)
         return _best_child(root)
@@ -566,16 +637,24 @@ class _GumbelRoot:
     """Per-search Gumbel state of the root: noise, the top-m actions, the halving schedule."""
 
     def __init__(
-        self, root: Node, cfg: SearchConfig, rng: np.random.Generator, budget: float
+        self,
+        root: Node,
+        cfg: SearchConfig,
+        rng: np.random.Generator,
+        budget: float,
+        allowed: np.ndarray | None = None,
     ) -> None:
         n = len(root.moves)
         if root.logits is None:
             root.logits = gm.logits_from_priors(root.raw)
         self.g = rng.gumbel(size=n) if cfg.gumbel_noise else np.zeros(n)
-        self.m = min(cfg.gumbel_m, n)
         self.base = self.g + root.logits
+        eligible, candidates = self.base, n
+        if allowed is not None:  # a restricted search samples among its moves only
+            eligible, candidates = np.where(allowed, self.base, _NEG_INF), int(allowed.sum())
+        self.m = min(cfg.gumbel_m, candidates)
         self.considered = np.zeros(n, dtype=bool)
-        self.considered[gm.top_k(self.base, self.m)] = True
+        self.considered[gm.top_k(eligible, self.m)] = True
         sims = int(budget) if math.isfinite(budget) else cfg.simulations
         self.schedule = gm.considered_visits(self.m, max(sims, 1))
         self.counts = np.zeros(n)  # visits in this search
@@ -652,14 +731,41 @@ def _dispose(node: Node) -> None:
 
 
 def _winning_slot(node: Node) -> int | None:
-    """The proven win with the fewest plies, if the node is proven won."""
+    """The proven win with the fewest plies, if the node is proven won (and that move is not
+    blocked by a restricted search)."""
     if node.proven <= 0 or node.children is None:
         return None
     best, best_plies = None, math.inf
+    block = node.block
     for slot, child in enumerate(node.children):
         if child is not None and child.proven < 0 and child.plies < best_plies:
-            best, best_plies = slot, child.plies
+            if block is None or block[slot] == 0:
+                best, best_plies = slot, child.plies
     return best
+
+
+def _proof_block(node: Node) -> np.ndarray | None:
+    """The blocks the solver alone puts on ``node``'s moves: -inf at children proven to win
+    for the opponent (None when there is none)."""
+    lost = [c is not None and c.proven > 0 for c in node.children or []]
+    return np.where(lost, _NEG_INF, 0.0) if any(lost) else None
+
+
+def _ranked_slots(node: Node, allowed: np.ndarray | None) -> list[int]:
+    """The slots of an expanded node, best first: proven wins (fastest first), then by visits
+    (ties: higher Q; unvisited ones by prior), then proven losses (longest first). Only the
+    ``allowed`` ones when a search is restricted."""
+    ranked = []
+    for slot, child in enumerate(node.children):
+        if allowed is not None and not allowed[slot]:
+            continue
+        proven = child.proven if child is not None else 0
+        plies = child.plies if child is not None else 0
+        group = 0 if proven < 0 else 2 if proven > 0 else 1
+        order = plies if proven < 0 else -plies if proven > 0 else -node.N[slot]
+        tie = -node.Q[slot] if node.N[slot] else -node.P[slot]
+        ranked.append((group, float(order), float(tie), slot))
+    return [entry[-1] for entry in sorted(ranked)]
 
 
 def _best_child(node: Node) -> int | None:
@@ -677,8 +783,8 @@ def _best_child(node: Node) -> int | None:
         plies = [c.plies if c is not None else -1 for c in node.children]
         return int(np.argmax(plies))
     best = visits.max()
-    if best <= 0:
-        return int(np.argmax(node.P)) if node.P is not None else 0
+    if best <= 0:  # nothing visited: the highest prior that is not blocked
+        return int(np.argmax(np.where(visits < 0, -1.0, node.P))) if node.P is not None else 0
     candidates = np.flatnonzero(visits == best)
     if len(candidates) == 1:
         return int(candidates[0])

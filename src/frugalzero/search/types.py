@@ -45,6 +45,25 @@ class Evaluates(Protocol):
     def evaluate(self, positions: Sequence[NetInput | chess.Board]) -> Sequence[Evaluation]: ...
 
 
+class RootLine(NamedTuple):
+    """One root move as a line of analysis (a UCI ``multipv`` line): how the search rates the
+    move and what it expects to follow. Values are from the root's side to move."""
+
+    move: chess.Move
+    visits: float
+    """Visits of the move, those kept from earlier searches included."""
+    q: float
+    """Mean value of the move (NaN when unvisited, exactly +-1 when proven)."""
+    mate_in: int | None
+    """Plies to mate when the move is proven: positive = the root's side mates with it,
+    negative = it is mated after it."""
+    draw: float | None
+    """The network's draw probability of the position after the move (WDL value heads only;
+    None without one, or when the move is unvisited, terminal or proven)."""
+    pv: list[chess.Move]
+    """The move, then the most visited replies below it."""
+
+
 class SearchResult(NamedTuple):
     """One search's outcome (``SearchTree.result()``, ``search(...)``): what every caller reads
     after a search, in one value. Arrays are indexed like ``moves``; values are from the root's
@@ -80,3 +99,7 @@ class SearchResult(NamedTuple):
     """Deepest leaf reached by this search."""
     simulations: int
     """Simulations this search started."""
+    lines: list[RootLine]
+    """The root's best moves as lines, best first: ``best_move``'s, then proven wins, then by
+    visits (ties: higher Q), proven losses last; as many as ``SearchTree.result(lines=k)`` asked
+    for (default 1), and only moves this search was allowed to search."""

@@ -1,10 +1,12 @@
 """``frugalzero uci``: our network and search as a UCI engine for any chess GUI or lichess-bot.
 
-* ``frugalzero.uci.protocol`` -- the command loop (``UciEngine``), its options (``Option``),
-  ``parse_go`` / ``GoLimits``, ``parse_position``, ``time_budget``, and what it asks of a
-  searcher (``SearchRequest``, the ``Searcher`` protocol). No network, no tree.
+* ``frugalzero.uci.protocol`` -- the command loop (``UciEngine``: pondering, ``stop``, the
+  clock), its options (``Option``), ``parse_go`` / ``GoLimits``, ``parse_position``,
+  ``time_budget``, and what it asks of a searcher (``SearchRequest``, the ``Searcher``
+  protocol, its ``BestMove`` answer). No network, no tree.
 * ``frugalzero.uci.searcher`` -- ``NetSearcher``: a network file with our MCTS, one game at a
-  time, the tree kept from move to move; ``searcher_options`` are its UCI options.
+  time, the tree kept from move to move, its ``info`` lines (MultiPV, WDL, hashfull);
+  ``searcher_options`` are its UCI options.
 * ``frugalzero.uci.cli`` -- the ``frugalzero uci`` command.
 
 The searcher depends on the protocol's types, never the other way round.
@@ -12,6 +14,7 @@ The searcher depends on the protocol's types, never the other way round.
 
 from frugalzero.uci.protocol import (
     ENGINE_NAME,
+    BestMove,
     GoLimits,
     Option,
     Searcher,
@@ -25,6 +28,7 @@ from frugalzero.uci.searcher import NetSearcher, searcher_options
 
 __all__ = [
     "ENGINE_NAME",
+    "BestMove",
     "GoLimits",
     "NetSearcher",
     "Option",

@@ -4,14 +4,16 @@ has ours); this module knows nothing of networks or trees.
 
 Anything malformed (an unknown command, a bad FEN, an illegal move, ``go nodes abc``) is
 answered with ``info string …`` and ignored: the engine keeps answering and never starts an
-unbounded search unless told ``go infinite``."""
+unbounded search unless told ``go infinite``, ``go ponder`` (until ``ponderhit``) or ``go mate``
+(until the mate is proven)."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TextIO
+from typing import NamedTuple, Protocol, TextIO
 
 import chess
 
@@ -33,11 +35,13 @@ class GoLimits:
     movetime: int | None = None
     nodes: int | None = None
     depth: int | None = None
+    mate: int | None = None
     infinite: bool = False
+    ponder: bool = False
     searchmoves: list[str] = field(default_factory=list)
 
 
-_INT_FIELDS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "nodes", "depth")
+_INT_FIELDS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "nodes", "depth", "mate")
 
 
 def parse_go(tokens: list[str]) -> GoLimits:
@@ -63,14 +67,13 @@ def parse_go(tokens: list[str]) -> GoLimits:
             limits.infinite = True
             i += 1
         elif word == "ponder":
-            i += 1  # we never ponder; searched as a normal go
+            limits.ponder = True
+            i += 1
         elif word == "searchmoves":
             i += 1
             while i < len(tokens) and tokens[i] not in _INT_FIELDS + ("infinite", "ponder"):
                 limits.searchmoves.append(tokens[i])
                 i += 1
-        elif word == "mate":
-            i += 2  # accepted, treated as no extra limit
         else:
             raise ValueError(f"go: unknown argument {word!r}")
     return limits
@@ -137,7 +140,17 @@ class SearchRequest:
     nodes: int | None
     seconds: float | None
     infinite: bool
-    searchmoves: list[chess.Move]
+    searchmoves: list[chess.Move] = field(default_factory=list)
+    """Search only these root moves (empty: every move)."""
+    mate: int | None = None
+    """``go mate N``: search until a mate is proven (or another limit ends the search)."""
+
+
+class BestMove(NamedTuple):
+    """A searcher's answer: the move to play and the reply it expects (``bestmove … ponder``)."""
+
+    move: chess.Move
+    ponder: chess.Move | None = None
 
 
 class Searcher(Protocol):
@@ -145,13 +158,24 @@ class Searcher(Protocol):
 
     def search(
         self, request: SearchRequest, stop: threading.Event, info: Callable[[str], None]
-    ) -> chess.Move: ...
+    ) -> BestMove: ...
 
     def new_game(self) -> None: ...
 
     def set_option(self, name: str, value: str) -> None: ...
 
     # optional: ``wait_ready()`` blocks until the searcher can search ('isready' calls it)
+
+
+@dataclass
+class _Go:
+    """One ``go``: the position, its limits and the legal ``searchmoves``; ``request`` is its
+    search, or None while it ponders (the clock starts at ``ponderhit``)."""
+
+    history: GameHistory
+    limits: GoLimits
+    searchmoves: list[chess.Move]
+    request: SearchRequest | None
 
 
 @dataclass
@@ -191,6 +215,8 @@ ENGINE_OPTIONS = [
     Option("MoveOverhead", "spin", "100", 0, 5000),
     Option("Odds", "combo", "none", choices=("none", *ODDS_SQUARES)),
     Option("OddsGiver", "combo", "white", choices=("white", "black")),
+    Option("Ponder", "check", "false"),  # GUIs send it before they ponder; go ponder works anyway
+    Option("UCI_Chess960", "check", "false"),  # refused: the networks know standard chess only
 ]
 
 
@@ -210,14 +236,21 @@ class UciEngine:
         self.options = {o.name.lower(): o for o in ENGINE_OPTIONS + list(extra_options or [])}
         self.values = {name: o.default for name, o in self.options.items()}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # stop or quit: the search ends now
+        self._ponder_end = threading.Event()  # ponderhit or stop: pondering ends
         self._thread: threading.Thread | None = None
-        self._infinite = False
+        self._job: _Go | None = None
+        self._infinite = False  # the search runs until stop (go infinite, or pondering)
+        self._pondering = False
+        self._hit_at = 0.0  # when ponderhit came
+        self._quiet = False  # after quit: nothing more is written
         self.history = GameHistory(self._start_board())
 
     # -- output ---------------------------------------------------------------------------------
     def send(self, line: str) -> None:
         with self._lock:
+            if self._quiet:
+                return
             self.out.write(line + "\n")
             self.out.flush()
 
@@ -235,6 +268,8 @@ class UciEngine:
                     break
             except Exception as exc:  # the engine must survive anything a GUI sends
                 self.info_string(f"error: {exc!r} on {line!r}")
+        with self._lock:
+            self._quiet = True  # UCI: no bestmove (nor anything else) after quit
         self._finish_search()
 
     def handle(self, line: str) -> bool:
@@ -265,7 +300,9 @@ class UciEngine:
             self._go(args)
         elif command == "stop":
             self._finish_search()
-        elif command in ("ponderhit", "debug", "register"):
+        elif command == "ponderhit":
+            self._ponderhit()
+        elif command in ("debug", "register"):
             pass
         else:
             self.info_string(f"unknown command {command!r} ignored")
@@ -295,6 +332,9 @@ class UciEngine:
             value = option.check(value)
         except ValueError as exc:
             self.info_string(f"setoption: {exc}; kept {self.values[option.name.lower()]}")
+            return
+        if option.name == "UCI_Chess960" and value == "true":
+            self.info_string("UCI_Chess960 is not supported")
             return
         self.values[option.name.lower()] = value
         if option not in ENGINE_OPTIONS:
@@ -330,31 +370,70 @@ class UciEngine:
             for u in limits.searchmoves
             if _is_uci(u) and chess.Move.from_uci(u) in legal
         ]
-        seconds = time_budget(limits, board.turn, int(self.values["moveoverhead"]))
-        nodes = limits.nodes
-        bounded = limits.infinite or seconds is not None or nodes is not None
-        if not bounded:
-            nodes = None
-            seconds = None
-            self.info_string("go without limits: searching the default node count")
-        request = SearchRequest(self.history.copy(), nodes, seconds, limits.infinite, searchmoves)
+        if limits.searchmoves and not searchmoves:
+            self.info_string("go searchmoves: no legal move among them; searching every move")
+        job = _Go(self.history.copy(), limits, searchmoves, None)
+        if not limits.ponder:
+            job.request = self._request(job, time.monotonic())
         self._stop.clear()
-        self._infinite = limits.infinite
-        self._thread = threading.Thread(target=self._search, args=(request,), daemon=True)
+        self._ponder_end.clear()
+        self._job = job
+        self._pondering = limits.ponder
+        self._infinite = limits.infinite or limits.ponder
+        self._thread = threading.Thread(target=self._search, args=(job,), daemon=True)
         self._thread.start()
 
-    def _search(self, request: SearchRequest) -> None:
-        board = request.history.board
+    def _request(self, job: _Go, clock_start: float) -> SearchRequest:
+        """The search of ``job`` with its clock started at ``clock_start`` (now, or the
+        ponderhit)."""
+        limits = job.limits
+        seconds = time_budget(limits, job.history.board.turn, int(self.values["moveoverhead"]))
+        if seconds is not None:
+            seconds = max(0.01, seconds - (time.monotonic() - clock_start))
+        bounded = limits.infinite or seconds is not None or limits.nodes is not None
+        if not bounded and limits.mate is None:
+            self.info_string("go without limits: searching the default node count")
+        return SearchRequest(
+            job.history, limits.nodes, seconds, limits.infinite, job.searchmoves, limits.mate
+        )
+
+    def _search(self, job: _Go) -> None:
+        board = job.history.board
         try:
-            move = self.searcher.search(request, self._stop, self.send)
-            if move not in board.legal_moves:
-                raise RuntimeError(f"searcher returned illegal move {move}")
+            best = self._ponder(job) if job.request is None else None
+            if best is None:
+                request = job.request or self._request(job, self._hit_at)
+                best = self.searcher.search(request, self._stop, self.send)
+            if best.move not in board.legal_moves:
+                raise RuntimeError(f"searcher returned illegal move {best.move}")
         except Exception as exc:  # never leave the GUI without a bestmove
             self.info_string(f"search failed: {exc!r}; playing the first legal move")
-            move = next(iter(board.legal_moves))
-        if request.infinite:
+            best = BestMove(next(iter(board.legal_moves)))
+        if job.limits.ponder:
+            self._ponder_end.wait()  # UCI: no bestmove while pondering (a failed search too)
+        if job.limits.infinite:
             self._stop.wait()  # UCI: no bestmove before 'stop' in infinite mode
-        self.send(f"bestmove {move.uci()}")
+        self.send(_bestmove_line(board, best))
+
+    def _ponder(self, job: _Go) -> BestMove | None:
+        """``go ponder``: search the predicted position without limits until ``ponderhit`` or
+        ``stop`` (each sets ``_ponder_end``). After stop: its move, answered at once; after
+        ponderhit: None, and the timed search goes on from the same tree, so the time spent
+        pondering is a bonus."""
+        request = SearchRequest(job.history, None, None, True, job.searchmoves, job.limits.mate)
+        best = self.searcher.search(request, self._ponder_end, self.send)
+        self._ponder_end.wait()  # a search that ended by itself (a proven root) still ponders
+        return best if self._stop.is_set() else None
+
+    def _ponderhit(self) -> None:
+        """The predicted move was played: the pondering search becomes the timed search of
+        the ``go ponder`` limits, its clock starting now."""
+        if self._thread is None or not self._pondering or self._job is None:
+            return
+        self._hit_at = time.monotonic()
+        self._pondering = False
+        self._infinite = self._job.limits.infinite
+        self._ponder_end.set()
 
     def _wait_search(self) -> None:
         """A command that needs the engine idle lets a bounded search finish (GUIs wait for
@@ -372,7 +451,20 @@ class UciEngine:
         thread, self._thread = self._thread, None
         if thread is not None:
             self._stop.set()
+            self._ponder_end.set()
             thread.join()
+        self._pondering = False
+
+
+def _bestmove_line(board: chess.Board, best: BestMove) -> str:
+    """``bestmove X``, with ``ponder Y`` when the searcher expects a legal reply ``Y``."""
+    line = f"bestmove {best.move.uci()}"
+    if best.ponder is not None:
+        after = board.copy(stack=False)
+        after.push(best.move)
+        if best.ponder in after.legal_moves:
+            line += f" ponder {best.ponder.uci()}"
+    return line
 
 
 def _is_uci(text: str) -> bool:

@@ -2,8 +2,8 @@
 
 The network starts in the background (an inference process) so ``uci`` is answered at once;
 ``isready`` waits for it. The tree is kept between moves when the new position continues the
-last one (tree reuse). Leaves are gathered in batches with virtual loss, so one game still
-fills the network's batches.
+last one (tree reuse), and between a ``go ponder`` and the search after ``ponderhit``. Leaves
+are gathered in batches with virtual loss, so one game still fills the network's batches.
 """
 
 from __future__ import annotations
@@ -13,15 +13,16 @@ import threading
 import time
 from collections.abc import Callable
 
-import chess
 import numpy as np
 
-from frugalzero.search import SearchConfig, SearchResult, SearchTree, search
+from frugalzero.search import RootLine, SearchConfig, SearchResult, SearchTree, search
 from frugalzero.search.puct import choose_by_visits
-from frugalzero.uci.protocol import Option, SearchRequest
-from frugalzero.values import search_score, uci_score
+from frugalzero.uci.protocol import BestMove, Option, SearchRequest
+from frugalzero.values import search_score, uci_score, wdl_permille
 
 INFO_INTERVAL = 0.5  # seconds between info lines
+CACHE_SIZE = 200_000  # positions the evaluator's cache keeps unless NNCacheSize says otherwise
+ALL_LINES = 256  # more than any position's legal moves
 
 
 def searcher_options(default_nodes: int) -> list[Option]:
@@ -30,6 +31,9 @@ def searcher_options(default_nodes: int) -> list[Option]:
         Option("BatchSize", "spin", "16", 1, 256),
         Option("Threads", "spin", "0", 0, 256),
         Option("Temperature", "string", "0"),
+        Option("MultiPV", "spin", "1", 1, ALL_LINES),
+        Option("UCI_ShowWDL", "check", "false"),
+        Option("NNCacheSize", "spin", str(CACHE_SIZE), 0, 10_000_000),
     ]
 
 
@@ -42,6 +46,10 @@ class NetSearcher:
         self.batch = 16
         self.threads = 0
         self.temperature = 0.0
+        self.multipv = 1
+        self.show_wdl = False
+        self.cache_size = CACHE_SIZE
+        self._applied = (self.threads, self.cache_size)  # what the evaluator runs with
         self.rng = np.random.default_rng(seed)
         self.tree: SearchTree | None = None
         self._evaluator = None
@@ -56,8 +64,9 @@ class NetSearcher:
             from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 
             net, _ = load_net(resolve_net_path(self.net_spec))
+            threads, cache_size = self._applied = (self.threads, self.cache_size)
             # single-game batches vary in size; compiling would cost more than it saves here
-            config = EvaluatorConfig(compile="off", threads=self.threads, cache_size=200_000)
+            config = EvaluatorConfig(compile="off", threads=threads, cache_size=cache_size)
             self._evaluator = Evaluator(net, config)
         except BaseException as exc:  # reported on the first search; the engine stays up
             self._error = exc
@@ -92,18 +101,22 @@ class NetSearcher:
         elif name == "Temperature":
             self.temperature = max(0.0, float(value))
         elif name == "Threads":
-            self.threads = int(value)  # applies when the network is (re)loaded
+            self.threads = int(value)  # the next search applies it (_apply_settings)
+        elif name == "NNCacheSize":
+            self.cache_size = int(value)  # likewise
+        elif name == "MultiPV":
+            self.multipv = int(value)
+        elif name == "UCI_ShowWDL":
+            self.show_wdl = value == "true"
 
     def search(
         self, request: SearchRequest, stop: threading.Event, info: Callable[[str], None]
-    ) -> chess.Move:
+    ) -> BestMove:
         evaluator = self.evaluator
+        self._apply_settings(evaluator)
         tree = self._tree_for(request)
         deadline = None if request.seconds is None else time.monotonic() + request.seconds
-        if request.infinite or (request.seconds is not None and request.nodes is None):
-            budget = math.inf
-        else:
-            budget = request.nodes if request.nodes is not None else self.nodes
+        budget = self._budget(request)
         started = time.monotonic()
         last_info = [started]
 
@@ -114,13 +127,38 @@ class NetSearcher:
             now = time.monotonic()
             if now - last_info[0] >= INFO_INTERVAL:
                 last_info[0] = now
-                info(self._info_line(t.result(), now - started))
+                report = self._info_lines(t.result(self.multipv), now - started, searching=True)
+                for line in report:
+                    info(line)
 
-        result = search(tree, evaluator, simulations=budget, stop=should_stop, on_batch=on_batch)
-        info(self._info_line(result, time.monotonic() - started))
+        moves = request.searchmoves or None
+        search(tree, evaluator, budget, should_stop, on_batch=on_batch, moves=moves)
+        result = tree.result(ALL_LINES if self.temperature > 0 else self.multipv)
+        for line in self._info_lines(result, time.monotonic() - started):
+            info(line)
         return self._pick(result, request)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _apply_settings(self, evaluator) -> None:
+        """``Threads`` and ``NNCacheSize`` set since the last search take effect now, in the
+        thread that uses the evaluator (it is not thread-safe), with no reload."""
+        threads, cache_size = self.threads, self.cache_size
+        if threads != self._applied[0]:
+            evaluator.set_threads(threads)
+        if cache_size != self._applied[1]:
+            evaluator.resize_cache(cache_size)
+        self._applied = (threads, cache_size)
+
+    def _budget(self, request: SearchRequest) -> float:
+        """Simulations of this search: unbounded when only ``stop``, the clock or a proof
+        ends it (``infinite``; a clock, or ``go mate``, without a node limit), else the node
+        limit or the ``Nodes`` option. A proven root ends any search (``go mate``'s stop)."""
+        if request.infinite or (
+            request.nodes is None and (request.seconds is not None or request.mate is not None)
+        ):
+            return math.inf
+        return request.nodes if request.nodes is not None else self.nodes
+
     def _tree_for(self, request: SearchRequest) -> SearchTree:
         """The last tree, following the requested game (tree reuse when it continues the
         last one); a new tree after ``ucinewgame`` or a new batch size."""
@@ -131,26 +169,54 @@ class NetSearcher:
             self.tree.follow(request.history)
         return self.tree
 
-    def _pick(self, result: SearchResult, request: SearchRequest) -> chess.Move:
-        moves, visits = result.moves, result.visits
-        if request.searchmoves:
-            allowed = np.array([m in request.searchmoves for m in moves])
-            if allowed.any():
-                visits = np.where(allowed, visits, -1)
-                return moves[int(np.argmax(visits))]
-        if self.temperature > 0 and visits.sum() > 0 and not result.mate_in:
-            return moves[choose_by_visits(visits, self.temperature, self.rng)]
-        move = result.best_move
-        return move if move is not None else next(iter(request.history.board.legal_moves))
+    def _pick(self, result: SearchResult, request: SearchRequest) -> BestMove:
+        """The best line's move (with ``Temperature``: one sampled by visits among the moves
+        not proven to lose), and the reply its line expects."""
+        lines = result.lines
+        if not lines:  # stopped before the root was evaluated
+            return BestMove((request.searchmoves or list(request.history.board.legal_moves))[0])
+        line = lines[0]
+        if self.temperature > 0 and not result.mate_in:
+            visits = np.array([0.0 if (ln.mate_in or 0) < 0 else ln.visits for ln in lines])
+            if visits.sum() > 0:
+                line = lines[choose_by_visits(visits, self.temperature, self.rng)]
+        return BestMove(line.move, line.pv[1] if len(line.pv) > 1 else None)
 
-    @staticmethod
-    def _info_line(result: SearchResult, elapsed: float) -> str:
-        nodes = int(result.nodes)
-        score = uci_score(search_score(result.value, result.mate_in))
-        pv = " ".join(m.uci() for m in result.pv[:32])
+    def _info_lines(
+        self, result: SearchResult, elapsed: float, searching: bool = False
+    ) -> list[str]:
+        """One report: an ``info … multipv i …`` line per searched line (``MultiPV`` of them,
+        best first), and while ``searching`` the move searched most as ``currmove``."""
+        hashfull = self._evaluator.cache_permille if self._evaluator is not None else None
         nps = int(result.simulations / elapsed) if elapsed > 0 else 0
-        depth = max(1, result.depth)
-        return (
-            f"info depth {depth} seldepth {depth} nodes {nodes} nps {nps} "
-            f"score {score} time {int(elapsed * 1000)} pv {pv}"
-        ).rstrip()
+        stats = f"nodes {int(result.nodes)} nps {nps}"
+        if hashfull is not None:
+            stats += f" hashfull {hashfull}"
+        stats += f" time {int(elapsed * 1000)}"
+        lines = [ln for i, ln in enumerate(result.lines[: self.multipv]) if i == 0 or ln.visits]
+        depth = max(1, len(result.lines[0].pv)) if result.lines else 1
+        seldepth = max(depth, result.depth)
+        if not lines:  # the root was never evaluated
+            score = uci_score(search_score(result.value, result.mate_in))
+            return [f"info depth 1 seldepth 1 score {score} {stats}"]
+        report = [
+            f"info depth {depth} seldepth {seldepth} multipv {rank} "
+            f"{self._line_score(line, result.value)} {stats} "
+            f"pv {' '.join(m.uci() for m in line.pv[:32])}"
+            for rank, line in enumerate(lines, 1)
+        ]
+        if searching:
+            move = lines[0].move
+            number = result.moves.index(move) + 1
+            report.append(f"info depth {depth} currmove {move.uci()} currmovenumber {number}")
+        return report
+
+    def _line_score(self, line: RootLine, root_value: float) -> str:
+        """``score …`` of a line from its move's Q or proven mate (a best line not visited
+        yet: the root's value), with ``wdl W D L`` under ``UCI_ShowWDL``."""
+        q = root_value if math.isnan(line.q) else line.q
+        text = f"score {uci_score(search_score(q, line.mate_in))}"
+        if self.show_wdl:
+            win, draw, loss = wdl_permille(q, line.draw)
+            text += f" wdl {win} {draw} {loss}"
+        return text
