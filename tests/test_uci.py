@@ -195,14 +195,21 @@ def test_searchmoves_and_temperature(searcher):
     assert len(picks) > 1 and best in picks
 
 
-def test_threads_take_effect_on_the_next_search_without_a_reload(searcher):
-    evaluator = searcher.evaluator
-    for threads in (2, 1):
+def test_threads_take_effect_on_the_next_search(searcher):
+    """``Threads`` is the network's CPU threads in all: split over two inference processes
+    (one with a single thread); the processes are replaced only when their number changes."""
+    for threads in (1, 4, 2):
         searcher.set_option("Threads", str(threads))
         _go(searcher, [], 16)
-        assert searcher.evaluator is evaluator and evaluator.threads == threads
-        if evaluator.backend == "process":  # what the inference process itself runs with
-            assert evaluator.server_stats()["threads"] == threads
+        evaluator = searcher.evaluator
+        if evaluator.backend != "process":
+            continue
+        stats = evaluator.server_stats()  # what the inference processes run with
+        assert stats["servers"] == min(threads, 2) and stats["threads"] == threads
+        if threads == 4:
+            four = evaluator
+    assert searcher.evaluator is four  # 4 -> 2 threads: two processes either way, no reload
+    searcher.set_option("Threads", "1")
 
 
 def test_show_wdl_takes_the_draws_from_a_wdl_head(tmp_path):

@@ -95,14 +95,18 @@ def test_parse_go_refuses_malformed(bad):
         parse_go(bad)
 
 
-def test_time_budget_is_a_small_share_of_the_clock():
-    two_seconds = GoLimits(wtime=2000, btime=2000)
+def test_time_budget_reads_the_side_to_moves_clock():
+    two_seconds = GoLimits(wtime=2000, btime=9000, winc=0, binc=500)
     budget = time_budget(two_seconds, chess.WHITE, overhead_ms=100)
-    assert 0.01 <= budget < 0.5
-    assert time_budget(GoLimits(movetime=300), chess.BLACK, 50) == pytest.approx(0.25)
+    assert budget is not None and budget.managed and 0.01 <= budget.soft <= budget.hard <= 0.4
+    black = time_budget(two_seconds, chess.BLACK, overhead_ms=100)
+    assert black is not None and black.soft > budget.soft  # more time and an increment
+    fixed = time_budget(GoLimits(movetime=300), chess.BLACK, 50)
+    assert fixed is not None and not fixed.managed and fixed.hard == pytest.approx(0.25)
     assert time_budget(GoLimits(nodes=5), chess.WHITE, 100) is None
-    # in trouble on the clock: never more than a fifth, never below 10 ms
-    assert time_budget(GoLimits(wtime=50, btime=50), chess.WHITE, 100) == 0.01
+    # in trouble on the clock: never below 10 ms
+    low = time_budget(GoLimits(wtime=50, btime=50), chess.WHITE, 100)
+    assert low is not None and low.hard == 0.01
 
 
 def test_parse_position_validates_fen_and_moves():
@@ -170,12 +174,12 @@ def test_ponder_then_ponderhit_starts_the_clock_at_ponderhit():
     inp.lines.put("go ponder movetime 400")
     time.sleep(0.5)  # longer than the move time: pondering is not on the clock
     assert "bestmove" not in out.getvalue()
-    assert searcher.requests[-1].infinite and searcher.requests[-1].seconds is None
+    assert searcher.requests[-1].infinite and searcher.requests[-1].time is None
     inp.lines.put("ponderhit")
     line = out.wait_for("bestmove")
     timed = searcher.requests[-1]
     assert len(searcher.requests) == 2 and not timed.infinite
-    assert timed.seconds == pytest.approx(0.3, abs=0.05)  # 400 ms less the move overhead
+    assert timed.time.hard == pytest.approx(0.3, abs=0.05)  # 400 ms less the move overhead
     assert line == "bestmove g1h3 ponder g8e7"  # the searcher's move and expected reply
     inp.lines.put("quit")
     thread.join(5)

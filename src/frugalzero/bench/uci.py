@@ -34,10 +34,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--positions", type=int, default=len(POSITIONS), help="how many of the positions"
     )
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a UCI option set before searching (repeatable), e.g. BatchSize=32",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import dataclasses
+    import gc
 
     import chess
     import torch
@@ -50,10 +58,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from frugalzero.nn.evaluator import NetRunner, pack_inputs
     from frugalzero.runtime.cores import available_cores
     from frugalzero.uci import NetSearcher, SearchRequest
+    from frugalzero.uci.timeman import TimeBudget
 
     fens = POSITIONS[: max(1, args.positions)]
+    movetime = TimeBudget(args.seconds, args.seconds, managed=False)
+    automatic = gc.isenabled()
     searcher = NetSearcher(args.net)
+    for text in args.option:
+        name, _, value = text.partition("=")
+        searcher.set_option(name.strip(), value.strip())
     try:
+        searcher.search(  # options take effect with the first search
+            SearchRequest(GameHistory(chess.Board()), 1, None, False),
+            threading.Event(),
+            lambda line: None,
+        )
         evaluator = searcher.evaluator
         batch = searcher.batch
         cores = available_cores()
@@ -75,16 +94,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for fen in fens:
                 searcher.new_game()
                 evaluator.clear_cache()  # earlier rounds searched these positions already
+                gc.collect()  # as the engine does between games; off while it searches
                 lines: list[str] = []
-                request = SearchRequest(
-                    GameHistory(chess.Board(fen)), None, args.seconds, False, []
-                )
+                history = GameHistory(chess.Board(fen))
+                request = SearchRequest(history, None, movetime, False, [])
                 searcher.search(request, threading.Event(), lines.append)
                 words = lines[-1].split()
                 nodes += int(words[words.index("nodes") + 1]) - 1  # the root's own evaluation
                 seconds += int(words[words.index("time") + 1]) / 1000
             return nodes / seconds, nodes
 
+        gc.disable()  # the engine's policy (frugalzero.uci.protocol.UciEngine.run)
         search_round()  # warm-up: caches, allocators, the inference process
         rounds: dict[str, list[float]] = {"nps": [], "net": [], "nodes": []}
         for _ in range(args.rounds):
@@ -94,18 +114,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rounds["net"].append(rate(forward, batch, min_seconds=1.0))
     finally:
         searcher.close()
+        if automatic:
+            gc.enable()
     return {
         "net": args.net,
         "batch": batch,
         "device": str(runner.device),
         "precision": runner.precision,
         "compiled": runner.compiled,
-        "engine_threads": evaluator.threads,
+        "engine_processes": evaluator.config.servers,
+        "engine_threads_each": evaluator.threads,
         "net_threads": cores,
         "seconds_per_position": args.seconds,
         "positions": len(fens),
         "nps": round(median(rounds["nps"]), 1),
         "net_positions_per_s": round(median(rounds["net"]), 1),
         "nps_over_net": round(median([s / n for s, n in zip(rounds["nps"], rounds["net"])]), 3),
+        "options": args.option,
         "rounds": args.rounds,
     }

@@ -54,7 +54,10 @@ class PausedGC:
         return self
 
     def tick(self) -> None:
-        """Call often; collects when a period has passed."""
+        """Call often; collects when a period has passed. A caller that had the collector
+        off already (the UCI engine) keeps its own policy: no collections here."""
+        if not self._was_enabled:
+            return
         now = time.perf_counter()
         if now >= self._young:
             if now >= self._full:

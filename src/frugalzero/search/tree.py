@@ -255,6 +255,19 @@ class SearchTree:
         cycle collector could reclaim them)."""
         _dispose(self.root)
 
+    def leader(self) -> tuple[chess.Move | None, float]:
+        """The most visited root move and its lead in visits over the runner-up (infinite for
+        an only move): what a time manager watches after every batch, far cheaper than a
+        whole ``result()``."""
+        root = self.root
+        if root.state != EXPANDED:
+            return None, 0.0
+        visits = root.N
+        if len(visits) == 1:
+            return root.moves[0], math.inf
+        second, first = np.argpartition(visits, len(visits) - 2)[-2:]
+        return root.moves[int(first)], float(visits[first] - visits[second])
+
     def result(self, lines: int = 1) -> SearchResult:
         """The search's outcome (mid-search: a snapshot of it so far), with the ``lines`` best
         root moves as ``RootLine``s."""

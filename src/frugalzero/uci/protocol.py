@@ -9,6 +9,7 @@ unbounded search unless told ``go infinite``, ``go ponder`` (until ``ponderhit``
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ import chess
 
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.positions import ODDS_SQUARES, odds_board
+from frugalzero.uci.timeman import TimeBudget, plan, side_clock
 
 ENGINE_NAME = "frugalzero"
 
@@ -79,22 +81,11 @@ def parse_go(tokens: list[str]) -> GoLimits:
     return limits
 
 
-def time_budget(limits: GoLimits, turn: chess.Color, overhead_ms: int) -> float | None:
-    """Seconds to spend on this move, or None when no clock or movetime applies.
-
-    A fixed share of the remaining time plus most of the increment, never more than a fifth
-    of the clock, always leaving ``overhead_ms`` for the GUI and the pipe.
-    """
-    if limits.movetime is not None:
-        return max(0.01, (limits.movetime - overhead_ms) / 1000)
-    remaining = limits.wtime if turn == chess.WHITE else limits.btime
-    if remaining is None:
-        return None
-    increment = limits.winc if turn == chess.WHITE else limits.binc
-    moves_left = limits.movestogo or 30
-    budget = remaining / moves_left + 0.75 * increment
-    budget = min(budget, remaining / 5, remaining - overhead_ms)
-    return max(0.01, budget / 1000)
+def time_budget(limits: GoLimits, turn: chess.Color, overhead_ms: int) -> TimeBudget | None:
+    """The time of this move (``frugalzero.uci.timeman``), or None when no clock or movetime
+    applies; ``overhead_ms`` is left for the GUI and the pipe."""
+    remaining, increment = side_clock(turn, limits.wtime, limits.btime, limits.winc, limits.binc)
+    return plan(remaining, increment, limits.movestogo, limits.movetime, overhead_ms)
 
 
 def parse_position(tokens: list[str], start: chess.Board) -> tuple[chess.Board, list[chess.Move]]:
@@ -138,7 +129,8 @@ class SearchRequest:
 
     history: GameHistory
     nodes: int | None
-    seconds: float | None
+    time: TimeBudget | None
+    """Soft and hard seconds for this move, counted from when the search starts."""
     infinite: bool
     searchmoves: list[chess.Move] = field(default_factory=list)
     """Search only these root moves (empty: every move)."""
@@ -259,18 +251,28 @@ class UciEngine:
 
     # -- commands -------------------------------------------------------------------------------
     def run(self) -> None:
-        for raw in self.inp:
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                if not self.handle(line):
-                    break
-            except Exception as exc:  # the engine must survive anything a GUI sends
-                self.info_string(f"error: {exc!r} on {line!r}")
-        with self._lock:
-            self._quiet = True  # UCI: no bestmove (nor anything else) after quit
-        self._finish_search()
+        """Python's cycle collector runs only between games (``ucinewgame``): left automatic,
+        its pass over a search's new objects lands in a move's time, 30-60 ms after each
+        search and over a second now and then (measured). Trees cut their own cycles, so
+        reference counting frees them."""
+        automatic = gc.isenabled()
+        gc.disable()
+        try:
+            for raw in self.inp:
+                line = raw.strip()
+                if not line:
+                    continue
+                try:
+                    if not self.handle(line):
+                        break
+                except Exception as exc:  # the engine must survive anything a GUI sends
+                    self.info_string(f"error: {exc!r} on {line!r}")
+            with self._lock:
+                self._quiet = True  # UCI: no bestmove (nor anything else) after quit
+            self._finish_search()
+        finally:
+            if automatic:
+                gc.enable()
 
     def handle(self, line: str) -> bool:
         """Handle one command; False means quit."""
@@ -292,6 +294,7 @@ class UciEngine:
             self._finish_search()
             self.searcher.new_game()
             self.history = GameHistory(self._start_board())
+            gc.collect()  # no clock is running between games
         elif command == "setoption":
             self._set_option(args)
         elif command == "position":
@@ -387,14 +390,14 @@ class UciEngine:
         """The search of ``job`` with its clock started at ``clock_start`` (now, or the
         ponderhit)."""
         limits = job.limits
-        seconds = time_budget(limits, job.history.board.turn, int(self.values["moveoverhead"]))
-        if seconds is not None:
-            seconds = max(0.01, seconds - (time.monotonic() - clock_start))
-        bounded = limits.infinite or seconds is not None or limits.nodes is not None
+        budget = time_budget(limits, job.history.board.turn, int(self.values["moveoverhead"]))
+        if budget is not None:
+            budget = budget.spent(time.monotonic() - clock_start)
+        bounded = limits.infinite or budget is not None or limits.nodes is not None
         if not bounded and limits.mate is None:
             self.info_string("go without limits: searching the default node count")
         return SearchRequest(
-            job.history, limits.nodes, seconds, limits.infinite, job.searchmoves, limits.mate
+            job.history, limits.nodes, budget, limits.infinite, job.searchmoves, limits.mate
         )
 
     def _search(self, job: _Go) -> None:

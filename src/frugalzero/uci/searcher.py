@@ -1,13 +1,19 @@
 """The searcher behind ``frugalzero uci``: our network with our MCTS, one game at a time.
 
-The network starts in the background (an inference process) so ``uci`` is answered at once;
+The network starts in the background (inference processes) so ``uci`` is answered at once;
 ``isready`` waits for it. The tree is kept between moves when the new position continues the
-last one (tree reuse), and between a ``go ponder`` and the search after ``ponderhit``. Leaves
-are gathered in batches with virtual loss, so one game still fills the network's batches.
+last one (tree reuse), and between a ``go ponder`` and the search after ``ponderhit``.
+
+One game keeps the whole machine busy: leaves are gathered in batches with virtual loss (a
+gather absorbs collisions rather than stopping at them), and on a CPU two single-threaded
+inference processes each work on a batch while the search gathers the next ones, so the
+network runs on every core and the tree takes the time it needs in between. Under a clock the
+time manager (``frugalzero.uci.timeman``) decides when the best move is settled.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -18,17 +24,20 @@ import numpy as np
 from frugalzero.search import RootLine, SearchConfig, SearchResult, SearchTree, search
 from frugalzero.search.puct import choose_by_visits
 from frugalzero.uci.protocol import BestMove, Option, SearchRequest
+from frugalzero.uci.timeman import MoveTimer
 from frugalzero.values import search_score, uci_score, wdl_permille
 
 INFO_INTERVAL = 0.5  # seconds between info lines
 CACHE_SIZE = 200_000  # positions the evaluator's cache keeps unless NNCacheSize says otherwise
+BATCH_SIZE = 16  # leaves per batch: a single game's batches fill with virtual loss
+PARALLEL_BATCHES = 2  # batches one game's search keeps evaluating side by side on a CPU
 ALL_LINES = 256  # more than any position's legal moves
 
 
 def searcher_options(default_nodes: int) -> list[Option]:
     return [
         Option("Nodes", "spin", str(default_nodes), 1, 10_000_000),
-        Option("BatchSize", "spin", "16", 1, 256),
+        Option("BatchSize", "spin", str(BATCH_SIZE), 1, 256),
         Option("Threads", "spin", "0", 0, 256),
         Option("Temperature", "string", "0"),
         Option("MultiPV", "spin", "1", 1, ALL_LINES),
@@ -37,13 +46,27 @@ def searcher_options(default_nodes: int) -> list[Option]:
     ]
 
 
+def network_layout(threads: int, cores: int, cpu: bool) -> tuple[int, int]:
+    """(inference processes, threads each) for the ``Threads`` option (0: every core).
+
+    On a CPU, ``PARALLEL_BATCHES`` single-threaded processes run one game's small batches
+    side by side with no threads to synchronise (one process with two threads runs them one
+    after the other, and its threads spin whenever the search holds a core); more threads go
+    to each process. A GPU gets one process."""
+    if not cpu:
+        return 1, max(1, threads)
+    total = threads or cores
+    servers = max(1, min(PARALLEL_BATCHES, total))
+    return servers, max(1, total // servers)
+
+
 class NetSearcher:
     """Implements ``frugalzero.uci.protocol.Searcher`` with a network file and ``SearchTree``."""
 
     def __init__(self, net: str, default_nodes: int = 400, seed: int = 0) -> None:
         self.net_spec = net
         self.nodes = default_nodes
-        self.batch = 16
+        self.batch = BATCH_SIZE
         self.threads = 0
         self.temperature = 0.0
         self.multipv = 1
@@ -62,12 +85,19 @@ class NetSearcher:
         try:
             from frugalzero.nn.checkpoint import load_net, resolve_net_path
             from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
+            from frugalzero.runtime.cores import available_cores
+            from frugalzero.runtime.device import resolve_device
 
-            net, _ = load_net(resolve_net_path(self.net_spec))
+            self._net, _ = load_net(resolve_net_path(self.net_spec))
+            self._cpu = resolve_device("auto", "uci").type == "cpu"
+            self._cores = available_cores()
             threads, cache_size = self._applied = (self.threads, self.cache_size)
+            servers, per_server = network_layout(threads, self._cores, self._cpu)
             # single-game batches vary in size; compiling would cost more than it saves here
-            config = EvaluatorConfig(compile="off", threads=threads, cache_size=cache_size)
-            self._evaluator = Evaluator(net, config)
+            config = EvaluatorConfig(
+                compile="off", servers=servers, threads=per_server, cache_size=cache_size
+            )
+            self._evaluator = Evaluator(self._net, config)
         except BaseException as exc:  # reported on the first search; the engine stays up
             self._error = exc
         finally:
@@ -112,27 +142,38 @@ class NetSearcher:
     def search(
         self, request: SearchRequest, stop: threading.Event, info: Callable[[str], None]
     ) -> BestMove:
+        self._apply_settings(self.evaluator)
         evaluator = self.evaluator
-        self._apply_settings(evaluator)
         tree = self._tree_for(request)
-        deadline = None if request.seconds is None else time.monotonic() + request.seconds
-        budget = self._budget(request)
         started = time.monotonic()
+        deadline = None if request.time is None else started + request.time.hard
+        timer = None if request.time is None else MoveTimer(request.time)
+        budget = self._budget(request)
         last_info = [started]
+        settled = threading.Event()  # the time manager's verdict, taken after a batch
 
         def should_stop() -> bool:
-            return stop.is_set() or (deadline is not None and time.monotonic() >= deadline)
+            if stop.is_set() or settled.is_set():
+                return True
+            return deadline is not None and time.monotonic() >= deadline
 
         def on_batch(t: SearchTree) -> None:
             now = time.monotonic()
+            elapsed = now - started
+            if timer is not None:
+                best, lead = t.leader()
+                speed = t.started / max(elapsed, 1e-3)
+                if timer.should_stop(elapsed, best, lead, speed):
+                    settled.set()
             if now - last_info[0] >= INFO_INTERVAL:
                 last_info[0] = now
-                report = self._info_lines(t.result(self.multipv), now - started, searching=True)
+                report = self._info_lines(t.result(self.multipv), elapsed, searching=True)
                 for line in report:
                     info(line)
 
         moves = request.searchmoves or None
-        search(tree, evaluator, budget, should_stop, on_batch=on_batch, moves=moves)
+        in_flight = 2 * evaluator.config.servers
+        search(tree, evaluator, budget, should_stop, in_flight, on_batch, moves)
         result = tree.result(ALL_LINES if self.temperature > 0 else self.multipv)
         for line in self._info_lines(result, time.monotonic() - started):
             info(line)
@@ -141,10 +182,21 @@ class NetSearcher:
     # -- helpers ------------------------------------------------------------------------------
     def _apply_settings(self, evaluator) -> None:
         """``Threads`` and ``NNCacheSize`` set since the last search take effect now, in the
-        thread that uses the evaluator (it is not thread-safe), with no reload."""
+        thread that uses the evaluator (it is not thread-safe): the same number of inference
+        processes with other threads, or new processes when their number changes."""
         threads, cache_size = self.threads, self.cache_size
         if threads != self._applied[0]:
-            evaluator.set_threads(threads)
+            servers, per_server = network_layout(threads, self._cores, self._cpu)
+            if servers == evaluator.config.servers:
+                evaluator.set_threads(per_server)
+            else:
+                from frugalzero.nn.evaluator import Evaluator
+
+                config = dataclasses.replace(
+                    evaluator.config, servers=servers, threads=per_server, cache_size=cache_size
+                )
+                evaluator.close()
+                self._evaluator = evaluator = Evaluator(self._net, config)
         if cache_size != self._applied[1]:
             evaluator.resize_cache(cache_size)
         self._applied = (threads, cache_size)
@@ -154,7 +206,7 @@ class NetSearcher:
         ends it (``infinite``; a clock, or ``go mate``, without a node limit), else the node
         limit or the ``Nodes`` option. A proven root ends any search (``go mate``'s stop)."""
         if request.infinite or (
-            request.nodes is None and (request.seconds is not None or request.mate is not None)
+            request.nodes is None and (request.time is not None or request.mate is not None)
         ):
             return math.inf
         return request.nodes if request.nodes is not None else self.nodes
@@ -163,7 +215,8 @@ class NetSearcher:
         """The last tree, following the requested game (tree reuse when it continues the
         last one); a new tree after ``ucinewgame`` or a new batch size."""
         if self.tree is None:
-            config = SearchConfig(leaves_per_gather=self.batch).for_play()
+            play = SearchConfig(leaves_per_gather=self.batch, collisions=self.batch)
+            config = play.for_play()
             self.tree = SearchTree(request.history, config, rng=self.rng)
         else:
             self.tree.follow(request.history)

@@ -38,6 +38,12 @@ class TimeBudget:
     managed: bool
     """True under a clock (the stops above apply); False for a fixed movetime."""
 
+    def spent(self, seconds: float) -> TimeBudget:
+        """What is left after ``seconds`` went by before the search could start."""
+        return TimeBudget(
+            max(0.01, self.soft - seconds), max(0.01, self.hard - seconds), self.managed
+        )
+
 
 def plan(
     remaining_ms: int | None,
