@@ -243,3 +243,22 @@ def test_bench_uci_reports_nodes_per_second_against_the_raw_net(capsys):
         result["nps"] / result["net_positions_per_s"], rel=1e-2
     )
     assert result["positions"] == 2 and result["batch"] >= 1
+
+
+def test_an_unreadable_network_stops_the_engine_with_the_reason(tmp_path):
+    broken = tmp_path / "broken.safetensors"
+    broken.write_bytes(b"not a network at all")
+    here = str(Path(frugalzero.__file__).parents[1])  # this checkout's frugalzero
+    proc = subprocess.run(
+        [sys.executable, "-m", "frugalzero", "uci", "--net", str(broken)],
+        input="uci\nisready\ngo nodes 10\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": here},
+    )
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1 and "uciok" in lines
+    assert "readyok" not in lines and not any(line.startswith("bestmove") for line in lines)
+    (error,) = [line for line in lines if line.startswith("info string error")]
+    assert "could not be loaded" in error and "the engine stops" in error

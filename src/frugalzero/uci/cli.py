@@ -18,6 +18,7 @@ def _main(args: argparse.Namespace) -> int:
     from frugalzero.uci.searcher import NetSearcher, searcher_options
 
     searcher = NetSearcher(args.net, default_nodes=args.nodes)
-    UciEngine(searcher, sys.stdin, sys.stdout, searcher_options(args.nodes)).run()
+    engine = UciEngine(searcher, sys.stdin, sys.stdout, searcher_options(args.nodes))
+    engine.run()
     searcher.close()
-    return 0
+    return 1 if engine.failed else 0

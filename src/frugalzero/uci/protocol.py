@@ -236,6 +236,7 @@ class UciEngine:
         self._pondering = False
         self._hit_at = 0.0  # when ponderhit came
         self._quiet = False  # after quit: nothing more is written
+        self.failed = False  # the searcher could not start: the engine stopped
         self.history = GameHistory(self._start_board())
 
     # -- output ---------------------------------------------------------------------------------
@@ -286,9 +287,8 @@ class UciEngine:
                 self.send(option.line())
             self.send("uciok")
         elif command == "isready":
-            wait_ready = getattr(self.searcher, "wait_ready", None)
-            if wait_ready is not None:
-                wait_ready()  # the network loads in the background after 'uci'
+            if not self._searcher_ready():
+                return False
             self.send("readyok")
         elif command == "ucinewgame":
             self._finish_search()
@@ -300,6 +300,8 @@ class UciEngine:
         elif command == "position":
             self._position(args)
         elif command == "go":
+            if not self._searcher_ready():
+                return False
             self._go(args)
         elif command == "stop":
             self._finish_search()
@@ -309,6 +311,21 @@ class UciEngine:
             pass
         else:
             self.info_string(f"unknown command {command!r} ignored")
+        return True
+
+    def _searcher_ready(self) -> bool:
+        """Wait for the searcher (the network loads in the background after 'uci'). One that
+        cannot search, its network unreadable, ends the engine with the reason: a GUI or a
+        match then sees a broken engine, not one that plays its first legal move."""
+        wait_ready = getattr(self.searcher, "wait_ready", None)
+        if wait_ready is None:
+            return True
+        try:
+            wait_ready()
+        except Exception as exc:
+            self.info_string(f"error: {exc}; the engine stops")
+            self.failed = True
+            return False
         return True
 
     def _start_board(self) -> chess.Board:

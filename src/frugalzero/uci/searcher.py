@@ -104,13 +104,14 @@ class NetSearcher:
             self._ready.set()
 
     def wait_ready(self) -> None:
-        self._ready.wait()
-
-    @property
-    def evaluator(self):
+        """Block until the network is loaded; RuntimeError saying why if it cannot be."""
         self._ready.wait()
         if self._error is not None:
             raise RuntimeError(f"network {self.net_spec!r} could not be loaded: {self._error}")
+
+    @property
+    def evaluator(self):
+        self.wait_ready()
         return self._evaluator
 
     def close(self) -> None:
