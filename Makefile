@@ -1,7 +1,8 @@
 # The two commands of the README: `make demo` and `make test`. Each sets up what it needs:
 # a virtual environment, PyTorch (the machine's CPU wheel unless one is already there), this
 # package with its extras, and the engines the evaluation plays (Stockfish, Fairy-Stockfish,
-# Glaurung) from the distribution when they are missing from /usr/games.
+# Glaurung) from the distribution when they are missing from /usr/games; `make test` also
+# installs Chromium, in which the HTML report is tested.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,13 +11,14 @@ TORCH  ?= torch==2.13.0
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP  := $(VENV)/.frugalzero-installed
 ENGINES := /usr/games/stockfish /usr/games/fairy-stockfish /usr/games/glaurung
+BROWSER := /usr/bin/chromium
 
-.PHONY: demo test lint setup engines clean
+.PHONY: demo test lint setup engines browser clean
 
 demo: setup engines
 	$(PY) -m frugalzero run --preset demo
 
-test: setup engines
+test: setup engines browser
 	$(PY) -m ruff check src tests
 	$(PY) -m pytest -q
 
@@ -30,13 +32,15 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[dev,ray]"
+	$(PY) -m pip install -q -e ".[dev,ray,onnx]"
 	touch $@
 
 engines: $(ENGINES)
 
-# a missing engine comes from its Debian package, which is named like the binary
-$(ENGINES):
+browser: $(BROWSER)
+
+# a missing engine (or the browser) comes from its Debian package, named like the binary
+$(ENGINES) $(BROWSER):
 	$(SUDO) apt-get update -qq
 	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(notdir $@)
 

@@ -87,6 +87,11 @@ def test_run_keeps_each_net_once_and_numbers_iterations_from_1(tmp_path, capsys)
     # the summary is also written down, as --json prints it
     assert json.loads((run_dir / "summary.json").read_text()) == summary
     assert summary["final_net"] == str(run_dir / "nets" / "iter-0002.safetensors")
+    # and drawn: the report holds both iterations' rows and every match game
+    page = (run_dir / "report.html").read_text()
+    games = sum(p.read_text().count("[Event ") for p in (run_dir / "matches").glob("*.pgn"))
+    assert games > 0 and page.count('"sans": [') == games
+    assert "<td>run</td><td>sfgames</td><td>tiny</td><td>2</td>" in page
 
 
 def _as_old_layout(run_dir: Path) -> None:

@@ -23,6 +23,7 @@ COMMANDS = [
     "frugalzero.uci.cli",
     "frugalzero.nn.cli",
     "frugalzero.bench.cli",
+    "frugalzero.report.cli",
 ]
 
 

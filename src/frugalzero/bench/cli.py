@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _runner(name: str, module: ModuleType) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
-        from frugalzero.report import emit
+        from frugalzero.output import emit
 
         emit(module.run(args), args.json, title=f"bench {name}")
         return 0

@@ -19,6 +19,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compile", default="auto", choices=["auto", "on", "off"])
     parser.add_argument("--threads", type=int, default=0, help="0 = the evaluator's default")
     parser.add_argument("--in-flight", type=int, default=2, help="batches submitted ahead")
+    parser.add_argument(
+        "--onnx",
+        action="store_true",
+        help="also time the net exported to ONNX in onnxruntime (CPU, same threads): "
+        "onnx_positions_per_s, onnx_over_net",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -72,15 +78,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for batch in batches:
                 pack_inputs([net_input_from_board(b) for b in batch])
 
+        onnx = _onnx_forward(net, planes.cpu().numpy(), evaluator.threads) if args.onnx else None
         evaluate_stream()
         rounds: dict[str, list[float]] = {"peak": [], "net": [], "eval": [], "client": []}
+        rounds["onnx"] = []
         for _ in range(args.rounds):
             rounds["peak"].append(matmul_gflops(runner.dtype, runner.device, min_seconds=0.2))
             rounds["net"].append(rate(forward, args.batch, min_seconds=0.3))
+            if onnx is not None:
+                rounds["onnx"].append(rate(onnx, args.batch, min_seconds=0.3))
             rounds["eval"].append(rate(evaluate_stream, len(stream) * args.batch, 0.3, warmup=0))
             rounds["client"].append(rate(client_only, len(boards), min_seconds=0.2, warmup=0))
 
     net_gflops = [r * flops / 1e9 for r in rounds["net"]]
+    extra = {}
+    if rounds["onnx"]:
+        extra["onnx_positions_per_s"] = round(median(rounds["onnx"]), 1)
+        ratios = [o / n for o, n in zip(rounds["onnx"], rounds["net"])]
+        extra["onnx_over_net"] = round(median(ratios), 3)
     return {
         "arch": args.arch,
         "batch": args.batch,
@@ -99,5 +114,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             median([e / n for e, n in zip(rounds["eval"], rounds["net"])]), 3
         ),
         "net_flops_per_position": flops,
+        **extra,
         "rounds": args.rounds,
     }
+
+
+def _onnx_forward(net, planes, threads: int):
+    """A call that runs ``planes`` through ``net`` exported to ONNX, in onnxruntime on the CPU
+    with ``threads`` threads (float32: the file's precision)."""
+    import tempfile
+    from pathlib import Path
+
+    import onnxruntime
+
+    from frugalzero.nn.checkpoint import NetMeta
+    from frugalzero.nn.export import INPUT, export_onnx
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = export_onnx(net, NetMeta(net.config), Path(folder) / "net.onnx")
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        session = onnxruntime.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"]
+        )
+    feed = {INPUT: planes.astype("float32")}
+    return lambda: session.run(None, feed)

@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _import(args: argparse.Namespace) -> int:
     from frugalzero.data.importer import import_pgn
     from frugalzero.errors import UserError
-    from frugalzero.report import emit
+    from frugalzero.output import emit
 
     if args.min_elo < 0 or args.workers < 0:
         raise UserError("--min-elo and --workers must not be negative")
@@ -53,7 +53,7 @@ def _import(args: argparse.Namespace) -> int:
 def _shards(args: argparse.Namespace) -> int:
     from frugalzero.data.selection import replay_window, select_all
     from frugalzero.data.shards import shard_paths
-    from frugalzero.report import emit
+    from frugalzero.output import emit
 
     found = shard_paths(args.paths)
     selection = select_all(args.paths)

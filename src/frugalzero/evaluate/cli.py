@@ -94,7 +94,7 @@ def _match(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from frugalzero.evaluate.match import play_match
-    from frugalzero.report import emit
+    from frugalzero.output import emit
 
     config = config_from_args(args)
     if args.sprt:
@@ -108,7 +108,7 @@ def _elo(args: argparse.Namespace) -> int:
     from frugalzero.errors import UserError
     from frugalzero.evaluate.elo import mle_ratings
     from frugalzero.evaluate.pgn import PgnStats, read_results
-    from frugalzero.report import emit
+    from frugalzero.output import emit
     from frugalzero.runtime.progress import stderr_console
 
     anchors = {}
@@ -213,7 +213,7 @@ LIST_META = ("date", "command", "games", "partial", "unmeasured")
 
 
 def _list_rungs(table, as_json: bool) -> int:
-    from frugalzero.report import emit
+    from frugalzero.output import emit
 
     out = {r.name: {"elo": r.elo, "sigma": r.sigma, "games": r.games} for r in table.rungs}
     emit(
@@ -232,7 +232,7 @@ def _climb(args: argparse.Namespace, table) -> int:
         select_rungs,
     )
     from frugalzero.evaluate.match import play_match
-    from frugalzero.report import emit
+    from frugalzero.output import emit
     from frugalzero.runtime.progress import stderr_console
 
     rungs = select_rungs(table, args.rungs.split(",") if args.rungs else None)
@@ -299,7 +299,7 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     from frugalzero.errors import UserError
     from frugalzero.evaluate.calibrate import CalibrationConfig, make_table, run_calibration
-    from frugalzero.report import emit
+    from frugalzero.output import emit
     from frugalzero.runtime.files import atomic_write_text
 
     config = CalibrationConfig(

@@ -104,7 +104,7 @@ def _explore(args: argparse.Namespace) -> int:
     from frugalzero.data.shards import ShardWriter
     from frugalzero.expert.explore import EpsExplore, summary
     from frugalzero.nn.checkpoint import load_net, resolve_net_path
-    from frugalzero.report import emit
+    from frugalzero.output import emit
 
     _check_count("steps", args.steps)
     config = config_from_args(args)
@@ -155,7 +155,7 @@ def _sfgames(args: argparse.Namespace) -> int:
     from frugalzero.data.shards import ShardWriter
     from frugalzero.expert.explore import label_playouts, summary
     from frugalzero.expert.sfgames import PgnWriter, game_tasks
-    from frugalzero.report import emit
+    from frugalzero.output import emit
 
     _check_count("games", args.games)
     config = config_from_args(args)

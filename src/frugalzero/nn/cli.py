@@ -22,6 +22,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     info.add_argument("--json", action="store_true")
     info.set_defaults(handler=_info)
 
+    export = sub.add_parser(
+        "export",
+        help="write a network as ONNX (planes in; policy logits and value/WDL out)",
+        description="Export NET to ONNX with a dynamic batch (docs: frugalzero.nn.export), then "
+        "run real positions and random planes through onnxruntime and PyTorch and report the "
+        "largest differences. Needs the onnx extra: pip install 'frugalzero[onnx]'.",
+    )
+    export.add_argument("net", help="path, or 'default' for the shipped net")
+    export.add_argument("--onnx", required=True, metavar="OUT.onnx", help="the ONNX file")
+    export.add_argument(
+        "--check", type=int, default=1000, help="positions compared (half real, half random)"
+    )
+    export.add_argument("--json", action="store_true")
+    export.set_defaults(handler=_export)
+
 
 def _new(args: argparse.Namespace) -> int:
     import torch
@@ -38,7 +53,7 @@ def _new(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from frugalzero.nn.checkpoint import load_net, resolve_net_path
-    from frugalzero.report import emit
+    from frugalzero.output import emit
 
     path = resolve_net_path(args.net)
     net, meta = load_net(path)
@@ -46,4 +61,34 @@ def _info(args: argparse.Namespace) -> int:
     data["path"] = str(path)
     data["parameters"] = sum(p.numel() for p in net.parameters())
     emit(data, args.json, title=str(path))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import numpy as np
+
+    from frugalzero.chess.encoding import encode
+    from frugalzero.chess.history import net_input_from_board
+    from frugalzero.chess.positions import random_boards
+    from frugalzero.nn.checkpoint import load_net, resolve_net_path
+    from frugalzero.nn.evaluator import pack_inputs
+    from frugalzero.nn.export import compare_with_torch, export_onnx
+    from frugalzero.output import emit
+
+    path = resolve_net_path(args.net)
+    net, meta = load_net(path)
+    out = export_onnx(net, meta, Path(args.onnx))
+    result: dict = {"net": str(path), "net_id": meta.net_id, "onnx": str(out)}
+    result["bytes"] = out.stat().st_size
+    if args.check > 0:
+        real = args.check - args.check // 2
+        frames, metas, _, _ = pack_inputs([net_input_from_board(b) for b in random_boards(real)])
+        rng = np.random.default_rng(0)
+        noise = rng.integers(0, 2, size=(args.check // 2, net.config.input_planes, 8, 8))
+        for name, planes in (("real", encode(frames, metas)), ("random", noise)):
+            if len(planes):
+                result[name] = compare_with_torch(net, out, planes.astype(np.float32))
+    emit(result, args.json, title=f"export {path.name}")
     return 0

@@ -54,8 +54,8 @@ def run_config(args: argparse.Namespace):
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from frugalzero.pipeline.loop import RunLoop
-    from frugalzero.report import to_json
+    from frugalzero.output import to_json
+    from frugalzero.pipeline.loop import REPORT, RunLoop
     from frugalzero.runtime.progress import stderr_console
 
     run_dir, config = run_config(args)
@@ -84,4 +84,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     print(f"\nplay the final net:  frugalzero uci --net {summary['final_net']}")
     print(f"rate it:             frugalzero ladder 'net:{summary['final_net']}?nodes=400'")
+    report = run_dir / REPORT
+    if report.is_file():
+        print(f"see the run:         {report} (open it in a browser)")
     return 0

@@ -24,17 +24,18 @@ from rich.table import Table
 
 from frugalzero.config import dump_toml, to_dict
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
+from frugalzero.output import to_json
 from frugalzero.pipeline.assess import evaluate_iteration, final_matches, rate_iterations
 from frugalzero.pipeline.budget import fraction_left, scaled
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.generate import generate
 from frugalzero.pipeline.state import IterationRecord, RunState
-from frugalzero.report import to_json
 from frugalzero.runtime.files import atomic_write_text
 from frugalzero.runtime.progress import progress_bar
 from frugalzero.scale.runner import runner_for
 
 INITIAL_NET = "nets/iter-0000.safetensors"
+REPORT = "report.html"  # the run as one HTML page, rewritten after every iteration
 
 
 class RunLoop:
@@ -238,6 +239,18 @@ class RunLoop:
         self.metrics.flush()
         s.step = "generate"
         self.save()
+        self.write_report()
+
+    def write_report(self) -> Path | None:
+        """``report.html`` of the run so far (``frugalzero report``). A report that cannot be
+        drawn is said once and skipped: it never stops a run."""
+        from frugalzero.report import write_report
+
+        try:
+            return write_report([self.dir], self.dir / REPORT)
+        except Exception as exc:
+            self.console.print(f"[yellow]report.html not written: {exc!r}[/]")
+            return None
 
     def _adapt_nscl(self, generation: dict[str, Any]) -> None:
         """search-contempt: raise N_scl when games get drawish ((w+l)/d below 1)."""
@@ -258,6 +271,7 @@ class RunLoop:
             rate_iterations(self.dir, self.config, s)
         s.finished = True
         self.save()
+        self.write_report()
 
     def _progress(self) -> Progress:
         return progress_bar(

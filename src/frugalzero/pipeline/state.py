@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.errors import UserError
-from frugalzero.report import plain
+from frugalzero.output import plain
 from frugalzero.runtime.files import atomic_write_text
 
 STATE_FILE = "state.json"

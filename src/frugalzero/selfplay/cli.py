@@ -41,7 +41,7 @@ def _selfplay(args: argparse.Namespace) -> int:
     from frugalzero.config import dump_toml, to_dict
     from frugalzero.data.shards import ShardWriter
     from frugalzero.nn.checkpoint import resolve_net_path
-    from frugalzero.report import emit, to_json
+    from frugalzero.output import emit, to_json
     from frugalzero.runtime.files import atomic_write_text
     from frugalzero.runtime.progress import progress_bar
     from frugalzero.scale.config import RayConfig

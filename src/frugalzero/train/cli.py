@@ -86,7 +86,7 @@ def _train(args: argparse.Namespace) -> int:
 
     from frugalzero.data.selection import replay_window
     from frugalzero.errors import UserError
-    from frugalzero.report import emit
+    from frugalzero.output import emit
     from frugalzero.runtime.files import atomic_write_bytes, atomic_write_text
     from frugalzero.runtime.progress import stderr_console
     from frugalzero.train import state
