@@ -6,6 +6,7 @@ import io
 import queue
 import threading
 import time
+from dataclasses import dataclass
 
 import chess
 import pytest
@@ -69,12 +70,30 @@ class Out(io.StringIO):
         raise AssertionError(f"no {prefix!r} in {self.getvalue()!r}")
 
 
-def start_engine():
+@dataclass
+class Session:
+    """An engine running on a thread with a scripted searcher; ``quit`` ends it."""
+
+    engine: UciEngine
+    inp: Pipe
+    out: Out
+    searcher: FirstMoveSearcher
+    thread: threading.Thread
+
+    def quit(self) -> None:
+        self.inp.lines.put("quit")
+        self.thread.join(5)
+
+
+@pytest.fixture()
+def session():
     inp, out, searcher = Pipe(), Out(), FirstMoveSearcher()
     engine = UciEngine(searcher, inp, out)
     thread = threading.Thread(target=engine.run, daemon=True)
     thread.start()
-    return engine, inp, out, searcher, thread
+    running = Session(engine, inp, out, searcher, thread)
+    yield running
+    running.quit()
 
 
 def test_parse_go_reads_every_limit():
@@ -118,8 +137,8 @@ def test_parse_position_validates_fen_and_moves():
         parse_position("startpos moves e2e5".split(), chess.Board())
 
 
-def test_garbage_leaves_the_engine_answering():
-    engine, inp, out, searcher, thread = start_engine()
+def test_garbage_leaves_the_engine_answering(session):
+    inp, out, searcher = session.inp, session.out, session.searcher
     for line in [
         "hello world",
         "position fen 8/8/8/8 w - - 0 1",
@@ -139,12 +158,10 @@ def test_garbage_leaves_the_engine_answering():
     board.push_uci("e2e4")
     assert move in board.legal_moves
     assert out.getvalue().count("info string") >= 6
-    inp.lines.put("quit")
-    thread.join(5)
 
 
-def test_stop_after_go_infinite_answers_at_once():
-    engine, inp, out, searcher, thread = start_engine()
+def test_stop_after_go_infinite_answers_at_once(session):
+    inp, out = session.inp, session.out
     inp.lines.put("position startpos")
     inp.lines.put("go infinite")
     time.sleep(0.2)
@@ -153,23 +170,19 @@ def test_stop_after_go_infinite_answers_at_once():
     inp.lines.put("stop")
     out.wait_for("bestmove")
     assert time.monotonic() - started < 0.5
-    inp.lines.put("quit")
-    thread.join(5)
 
 
-def test_odds_option_changes_the_start_position():
-    engine, inp, out, searcher, thread = start_engine()
+def test_odds_option_changes_the_start_position(session):
+    inp, out, searcher = session.inp, session.out, session.searcher
     inp.lines.put("setoption name Odds value queen")
     inp.lines.put("position startpos")
     inp.lines.put("go nodes 1")
     out.wait_for("bestmove")
     assert searcher.requests[-1].history.board.piece_at(chess.D1) is None
-    inp.lines.put("quit")
-    thread.join(5)
 
 
-def test_ponder_then_ponderhit_starts_the_clock_at_ponderhit():
-    engine, inp, out, searcher, thread = start_engine()
+def test_ponder_then_ponderhit_starts_the_clock_at_ponderhit(session):
+    inp, out, searcher = session.inp, session.out, session.searcher
     inp.lines.put("position startpos moves e2e4 e7e5")  # e7e5 is the reply we ponder on
     inp.lines.put("go ponder movetime 400")
     time.sleep(0.5)  # longer than the move time: pondering is not on the clock
@@ -181,12 +194,10 @@ def test_ponder_then_ponderhit_starts_the_clock_at_ponderhit():
     assert len(searcher.requests) == 2 and not timed.infinite
     assert timed.time.hard == pytest.approx(0.3, abs=0.05)  # 400 ms less the move overhead
     assert line == "bestmove g1h3 ponder g8e7"  # the searcher's move and expected reply
-    inp.lines.put("quit")
-    thread.join(5)
 
 
-def test_stop_while_pondering_answers_at_once_with_the_pondered_move():
-    engine, inp, out, searcher, thread = start_engine()
+def test_stop_while_pondering_answers_at_once_with_the_pondered_move(session):
+    inp, out, searcher = session.inp, session.out, session.searcher
     inp.lines.put("position startpos")
     inp.lines.put("go ponder wtime 1000 btime 1000")
     time.sleep(0.2)
@@ -199,27 +210,22 @@ def test_stop_while_pondering_answers_at_once_with_the_pondered_move():
     inp.lines.put("isready")
     out.wait_for("readyok")
     assert out.getvalue().count("bestmove") == 1
-    inp.lines.put("quit")
-    thread.join(5)
 
 
-def test_nothing_is_written_after_quit():
-    engine, inp, out, searcher, thread = start_engine()
+def test_nothing_is_written_after_quit(session):
+    inp, out = session.inp, session.out
     inp.lines.put("position startpos")
     inp.lines.put("go infinite")
     time.sleep(0.1)
-    inp.lines.put("quit")
-    thread.join(5)
-    assert not thread.is_alive() and "bestmove" not in out.getvalue()
+    session.quit()
+    assert not session.thread.is_alive() and "bestmove" not in out.getvalue()
 
 
-def test_chess960_is_refused_and_ponder_accepted():
-    engine, inp, out, searcher, thread = start_engine()
+def test_chess960_is_refused_and_ponder_accepted(session):
+    engine, inp, out = session.engine, session.inp, session.out
     inp.lines.put("setoption name UCI_Chess960 value true")
     inp.lines.put("setoption name Ponder value true")
     inp.lines.put("isready")
     out.wait_for("readyok")
     assert "info string UCI_Chess960 is not supported" in out.getvalue().splitlines()
     assert engine.values["uci_chess960"] == "false" and engine.values["ponder"] == "true"
-    inp.lines.put("quit")
-    thread.join(5)
