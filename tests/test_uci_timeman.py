@@ -13,7 +13,7 @@ E4, D4 = chess.Move.from_uci("e2e4"), chess.Move.from_uci("d2d4")
 def test_plan_gives_a_share_of_the_clock_and_a_hard_cap():
     budget = plan(60_000, 1_000, None, None, overhead_ms=100)
     assert budget is not None and budget.managed
-    assert budget.soft == pytest.approx((60_000 / 30 + 750) / 1000)
+    assert budget.soft == pytest.approx((60_000 / 20 + 750) / 1000)
     assert budget.hard == pytest.approx(3 * budget.soft)
     short = plan(2_000, 0, None, None, overhead_ms=100)  # a fifth of the clock at most
     assert short is not None and short.hard <= 0.4 and short.soft <= short.hard

@@ -148,7 +148,9 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Path:
     """Read the runs, write their page to ``out`` (atomically) and return its path."""
     runs = [read_run(Path(d)) for d in run_dirs]
     several = len(runs) > 1
-    games = [g for run in runs for g in read_games(run.pgn_files, run.name if several else "")]
+    games = [  # the newest matches first: what a user opening the report wants to see
+        g for run in runs for g in read_games(run.pgn_files[::-1], run.name if several else "")
+    ]
     atomic_write_text(out, build_report(runs, games))
     return out
 
