@@ -8,7 +8,9 @@
 # Resumable: each step counts the games already in the PGN and plays only the missing ones, so
 # a killed run (or a later session) goes on where it stopped, and a larger GAMES_PER_RUNG
 # narrows a finished rating. Records: benchmarks/results/uci-clock/{after,before}/ladder.{pgn,json}.
-# The earlier engine runs from a git worktree under runs/ with this checkout's virtualenv.
+# The earlier engine runs from a git worktree under runs/ with this checkout's virtualenv; its
+# path is part of its name in the PGN, so a run from another checkout (one kept still while the
+# games are played) passes the same ENGINE_DIR to resume.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +19,7 @@ BEFORE=${2:-bded210}  # the last commit before the engine's speed work
 TC=${3:-10+0.1}
 PY="$PWD/.venv/bin/python"
 OUT=benchmarks/results/uci-clock
-ENGINE_DIR="$PWD/runs/engine-$BEFORE"
+ENGINE_DIR=${ENGINE_DIR:-"$PWD/runs/engine-$BEFORE"}
 
 mkdir -p "$OUT/after" "$OUT/before"
 if [ ! -d "$ENGINE_DIR" ]; then
