@@ -262,7 +262,7 @@ def test_cli_selfplay_json_and_shards(tmp_path: Path, tiny_net, capsys) -> None:
     assert "bogus" in capsys.readouterr().err
 
 
-def test_two_worker_processes(tmp_path: Path, tiny_net, capsys) -> None:
+def test_two_worker_processes_share_one_inference_process(tmp_path: Path, tiny_net, capsys):
     from frugalzero.cli import main
     from frugalzero.nn.checkpoint import save_net
 
@@ -274,6 +274,8 @@ def test_two_worker_processes(tmp_path: Path, tiny_net, capsys) -> None:
     assert main(args) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["games"] == 4 and result["workers"] == 2
+    server = result["server"]  # both workers' leaves, through the one process
+    assert server["positions"] > 0 and server["requests"] >= server["batches"] > 0
     ids = sorted(g.game_id for path in result["shards"] for g in read_shard(path))
     assert ids == [f"s0-g{i}" for i in range(4)]
 
@@ -294,3 +296,23 @@ def test_bench_selfplay_reports_the_ratio() -> None:
         assert result[key] > 0
     expected = result["positions_per_s"] * 8 / result["evaluator_positions_per_s"]
     assert result["ratio"] == pytest.approx(expected, rel=0.02)
+
+
+def test_bench_selfplay_measures_worker_layouts_in_one_run() -> None:
+    import argparse
+
+    from frugalzero.bench import selfplay as bench
+
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    args = parser.parse_args(
+        ["--arch", "tiny", "--games", "8", "--sims", "8", "--rounds", "1", "--seconds", "0.5"]
+        + ["--compile", "off", "--precision", "fp32", "--workers", "1,2"]
+    )
+    result = bench.run(args)
+    one, two = result["workers"]["1"], result["workers"]["2"]
+    for layout in (one, two):
+        assert layout["simulations_per_s"] > 0 and layout["client_cpu_us_per_simulation"] > 0
+        assert 0 < layout["server_busy_share"] <= 1.0 and layout["positions_per_forward"] >= 1
+    speedup = two["simulations_per_s"] / one["simulations_per_s"]
+    assert result["speedup_2_over_1"] == pytest.approx(speedup, rel=0.01)

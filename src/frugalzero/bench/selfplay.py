@@ -5,6 +5,10 @@ the evaluator alone streaming distinct positions in batches of the same size wit
 flight, as ``bench nn`` does. ``ratio`` = positions_per_s * sims_per_move /
 evaluator_positions_per_s: 1.0 means a simulation costs exactly one network evaluation's
 throughput, i.e. the tree search is hidden entirely behind the network.
+
+``--workers 1,2`` measures the multi-process layout instead, each count in turn round by round:
+that many worker processes, each playing ``--games`` games, on one shared inference process
+(as ``frugalzero selfplay --workers N`` runs them), against the same raw evaluator stream.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import itertools
 import time
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
 from frugalzero.nn.model import ARCHITECTURES
@@ -32,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default="auto", choices=["auto", "process", "inline"])
     parser.add_argument("--compile", default="auto", choices=["auto", "on", "off"])
     parser.add_argument("--profile", help="write a cProfile of the self-play rounds here")
+    parser.add_argument(
+        "--workers",
+        help="comma-separated worker counts (e.g. 1,2): worker processes on one shared "
+        "inference process, measured in alternating rounds",
+    )
 
 
 def _starts(seed: int):
@@ -47,26 +57,13 @@ def _starts(seed: int):
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    import torch
-
+    if args.workers:
+        return run_workers(args)
     from frugalzero.bench.timing import median, rate
-    from frugalzero.chess.positions import random_boards
-    from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
-    from frugalzero.nn.model import PolicyValueNet, architecture
-    from frugalzero.search.config import SearchConfig
-    from frugalzero.selfplay.config import SelfPlayConfig
+    from frugalzero.nn.evaluator import Evaluator
     from frugalzero.selfplay.play import SelfPlayLoop
 
-    torch.manual_seed(0)
-    net = PolicyValueNet(architecture(args.arch)).eval()
-    batch = max(1, args.games // args.groups)
-    search = SearchConfig(simulations=args.sims, nscl=args.nscl, gumbel=args.gumbel)
-    config = SelfPlayConfig(games=1 << 30, concurrent=args.games, groups=args.groups, search=search)
-    common = dict(
-        device=args.device, precision=args.precision, backend=args.backend, compile=args.compile
-    )
-    boards = random_boards(batch * 4, seed=1)
-    stream = [boards[i : i + batch] for i in range(0, len(boards), batch)] * 2
+    net, config, evaluator_config, stream, batch = _setup(args)
     positions = 0
 
     def count(record) -> None:
@@ -74,19 +71,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         positions += record.positions
 
     with (
-        Evaluator(net, EvaluatorConfig(**common)) as evaluator,
-        Evaluator(net, EvaluatorConfig(**common, cache_size=0)) as reference,
+        Evaluator(net, evaluator_config) as evaluator,
+        Evaluator(net, replace(evaluator_config, cache_size=0)) as reference,
     ):
         loop = SelfPlayLoop(evaluator, _starts(0), config, count, net_id="bench")
 
-        def evaluate_stream() -> None:  # the reference, exactly as bench nn streams it
-            in_flight: deque = deque()
-            for chunk in stream:
-                in_flight.append(reference.submit(chunk))
-                if len(in_flight) > 2:
-                    in_flight.popleft().result()
-            while in_flight:
-                in_flight.popleft().result()
+        def evaluate_stream() -> None:
+            _evaluate_stream(reference, stream)
 
         def selfplay_round() -> tuple[float, float, float, float, float]:
             busy0 = evaluator.server_stats().get("busy_s", 0.0)
@@ -162,3 +153,161 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _sims(loop) -> float:
     """Simulations so far: finished searches plus the current ones."""
     return loop.stats["sims"] + sum(slot.tree.started for slot in loop._active)
+
+
+def _setup(args: argparse.Namespace):
+    """The bench's net, self-play settings, evaluator settings and the raw evaluator's stream."""
+    import torch
+
+    from frugalzero.chess.positions import random_boards
+    from frugalzero.nn.evaluator import EvaluatorConfig
+    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.search.config import SearchConfig
+    from frugalzero.selfplay.config import SelfPlayConfig
+
+    torch.manual_seed(0)
+    net = PolicyValueNet(architecture(args.arch)).eval()
+    batch = max(1, args.games // args.groups)
+    search = SearchConfig(simulations=args.sims, nscl=args.nscl, gumbel=args.gumbel)
+    evaluator = EvaluatorConfig(
+        device=args.device, precision=args.precision, backend=args.backend, compile=args.compile
+    )
+    config = SelfPlayConfig(
+        games=1 << 30, concurrent=args.games, groups=args.groups, search=search, evaluator=evaluator
+    )
+    boards = random_boards(batch * 4, seed=1)
+    stream = [boards[i : i + batch] for i in range(0, len(boards), batch)] * 2
+    return net, config, evaluator, stream, batch
+
+
+def _evaluate_stream(reference, stream) -> None:
+    """The raw evaluator on distinct positions, two batches in flight, as ``bench nn`` runs it."""
+    in_flight: deque = deque()
+    for chunk in stream:
+        in_flight.append(reference.submit(chunk))
+        if len(in_flight) > 2:
+            in_flight.popleft().result()
+    while in_flight:
+        in_flight.popleft().result()
+
+
+def _bench_worker(index: int, client, config, conn) -> None:
+    """A bench worker: its games on the shared inference process, one timed round per request;
+    answers (moves, simulations, leaves, CPU seconds) per round."""
+    from frugalzero.nn.evaluator import Evaluator
+    from frugalzero.selfplay.play import SelfPlayLoop
+
+    with Evaluator.connect(client, config.evaluator) as evaluator:
+        loop = SelfPlayLoop(evaluator, _starts(index + 1), config, lambda _: None, "bench")
+        while (seconds := conn.recv()) is not None:
+            moves0, sims0, leaves0 = loop.progress(), _sims(loop), loop.driver.leaves
+            deadline, cpu = time.perf_counter() + seconds, time.process_time()
+            loop.run(stop=lambda end=deadline: time.perf_counter() >= end)
+            cpu = time.process_time() - cpu
+            done = (loop.progress() - moves0, _sims(loop) - sims0, loop.driver.leaves - leaves0)
+            conn.send((*done, cpu))
+
+
+class _Layout:
+    """``workers`` bench workers on one inference process, driven round by round."""
+
+    def __init__(self, net, config, workers: int) -> None:
+        import multiprocessing as mp
+
+        from frugalzero.nn.server import InferenceServer
+        from frugalzero.runtime.cores import available_cores
+
+        threads = config.evaluator.threads or max(1, available_cores() - workers)
+        self.server = InferenceServer(net, config.evaluator, threads, clients=workers)
+        ctx = mp.get_context("spawn")
+        self.conns, self.procs = [], []
+        for i, client in enumerate(self.server.clients):
+            mine, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_bench_worker, args=(i, client, config, theirs), daemon=True)
+            proc.start()
+            theirs.close()
+            self.conns.append(mine)
+            self.procs.append(proc)
+        self.threads = threads
+
+    def round(self, seconds: float) -> dict[str, float]:
+        busy0 = self.server.owner.stats()["busy_s"]
+        start = time.perf_counter()
+        for conn in self.conns:
+            conn.send(seconds)
+        done = [conn.recv() for conn in self.conns]
+        wall = time.perf_counter() - start
+        stats = self.server.owner.stats()
+        moves, sims, leaves, cpu = (sum(d[i] for d in done) for i in range(4))
+        return {
+            "pos": moves / wall,
+            "sims": sims / wall,
+            "leaves": leaves / wall,
+            "busy": (stats["busy_s"] - busy0) / wall,
+            "cpu": cpu / max(sims, 1),
+        }
+
+    def close(self) -> dict[str, float]:
+        stats = self.server.owner.stats()
+        for conn in self.conns:
+            conn.send(None)
+        for proc in self.procs:
+            proc.join(timeout=30)
+        self.server.close()
+        return stats
+
+
+def run_workers(args: argparse.Namespace) -> dict[str, Any]:
+    from frugalzero.bench.timing import median, rate
+    from frugalzero.nn.evaluator import Evaluator
+
+    counts = [int(w) for w in str(args.workers).split(",")]
+    net, config, evaluator_config, stream, batch = _setup(args)
+    layouts = {n: _Layout(net, config, n) for n in counts}
+    rounds: dict[int, dict[str, list[float]]] = {n: {} for n in counts}
+    evals: list[float] = []
+    with Evaluator(net, replace(evaluator_config, cache_size=0)) as reference:
+
+        def evaluate_stream() -> None:
+            _evaluate_stream(reference, stream)
+
+        for layout in layouts.values():
+            layout.round(args.seconds)  # warm-up: trees grow, the caches fill
+        evaluate_stream()
+        for _ in range(args.rounds):
+            for n, layout in layouts.items():
+                for key, value in layout.round(args.seconds).items():
+                    rounds[n].setdefault(key, []).append(value)
+            evals.append(rate(evaluate_stream, len(stream) * batch, 1.0, warmup=0))
+    totals = {n: layout.close() for n, layout in layouts.items()}
+    evaluator_rate = median(evals)
+    result: dict[str, Any] = {
+        "arch": args.arch,
+        "games_per_worker": args.games,
+        "batch": batch,
+        "sims_per_move": args.sims,
+        "method": config.method,
+        "evaluator_positions_per_s": round(evaluator_rate, 1),
+        "rounds": args.rounds,
+        "seconds_per_round": args.seconds,
+        "workers": {},
+    }
+    for n in counts:
+        r, stats = rounds[n], totals[n]
+        result["workers"][str(n)] = {
+            "server_threads": layouts[n].threads,
+            "simulations_per_s": round(median(r["sims"]), 1),
+            "positions_per_s": round(median(r["pos"]), 2),
+            "positions_per_s_per_worker": round(median(r["pos"]) / n, 2),
+            "network_leaves_per_s": round(median(r["leaves"]), 1),
+            "leaves_over_net": round(median(r["leaves"]) / evaluator_rate, 3),
+            "server_busy_share": round(median(r["busy"]), 3),
+            "positions_per_forward": round(stats["positions"] / max(1, stats["batches"]), 1),
+            "client_cpu_us_per_simulation": round(1e6 * median(r["cpu"]), 1),
+        }
+    if len(counts) > 1:
+        base = result["workers"][str(counts[0])]["simulations_per_s"]
+        for n in counts[1:]:
+            speed = result["workers"][str(n)]["simulations_per_s"]
+            result[f"speedup_{n}_over_{counts[0]}"] = round(speed / base, 3) if base else None
+    return result

@@ -82,7 +82,7 @@ def _selfplay(args: argparse.Namespace) -> int:
         "simulations": config.search.simulations,
         "nscl": config.search.nscl,
         "workers": run.workers,
-        **run.extra,  # on Ray: worker deaths, replayed games
+        **run.extra,  # the shared inference process; on Ray: worker deaths, replayed games
         "seconds": round(seconds, 2),
         "positions_per_s": round(stats["positions"] / seconds, 2) if seconds else None,
         "simulations_per_s": round(run.simulations / seconds, 1) if seconds else None,

@@ -22,7 +22,9 @@ class SelfPlayConfig:
     """The worker's games are split into this many groups whose batches alternate, so one
     is evaluated while the next is prepared (2 keeps both cores busy)."""
     workers: int = 0
-    """Worker processes, each with its own evaluator; 0 = one per two cores."""
+    """Worker processes playing the games. Two or more share one inference process, which
+    runs their waiting batches as one; 0 = one per two cores on a CPU (the network needs the
+    other half), every core but one with CUDA."""
     openings: str = ""
     """EPD or PGN opening book; empty = the standard start position."""
     openings_limit: int = 0

@@ -2,10 +2,10 @@
 
 A worker keeps ``concurrent`` games going: whenever a game's search is done it plays the move
 and starts the next search; a finished game is replaced by the next start, so batches stay
-full until the last games. Several workers (processes, each with its own evaluator) play
-disjoint slices of the run's games where the machine has cores for them; every finished game
-comes back to the main process, which writes the shards, so output and progress are in one
-place.
+full until the last games. Several workers (processes) play disjoint slices of the run's games
+where the machine has cores for them, their leaves meeting in one inference process that owns
+the device; every finished game comes back to the main process, which writes the shards, so
+output and progress are in one place.
 """
 
 from __future__ import annotations
@@ -16,13 +16,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frugalzero.data.records import GameRecord
 from frugalzero.runtime.cores import available_cores
 from frugalzero.search import Driver, Evaluates
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.selfplay.game import GameStart, SelfPlayGame, game_starts
+
+if TYPE_CHECKING:
+    from frugalzero.nn.server import ServerClient
 
 
 class _Slot:
@@ -147,25 +150,33 @@ def play_games(
 
 
 def worker_count(config: SelfPlayConfig) -> int:
-    """Workers to use: as configured, else one per two cores (a client and an inference
-    process each), never more than there are games."""
-    workers = config.workers or max(1, available_cores() // 2)
+    """Workers to use: as configured, else every core but one when the network runs on CUDA
+    (the search is then the bottleneck) and one per two cores on a CPU (the network needs the
+    other half); never more than there are games."""
+    from frugalzero.runtime.device import resolve_device
+
+    workers = config.workers
+    if not workers:
+        cuda = resolve_device(config.evaluator.device, "evaluator").type == "cuda"
+        workers = available_cores() - 1 if cuda else available_cores() // 2
     return max(1, min(workers, config.games))
 
 
 def _worker(
-    index: int, net_path: str, config: SelfPlayConfig, starts: list[GameStart], queue
+    index: int,
+    client: ServerClient,
+    config: SelfPlayConfig,
+    starts: list[GameStart],
+    queue,
+    net_id: str,
 ) -> None:
-    """A worker process: its own evaluator, its slice of the games; records go to ``queue``."""
-    from frugalzero.nn.checkpoint import load_net
+    """A worker process: its slice of the games on the shared inference process; records go to
+    ``queue``."""
     from frugalzero.nn.evaluator import Evaluator
 
     try:
-        net, meta = load_net(net_path)
-        with Evaluator(net, config.evaluator) as evaluator:
-            run = play_games(
-                evaluator, starts, config, lambda r: queue.put(("game", r)), meta.net_id
-            )
+        with Evaluator.connect(client, config.evaluator) as evaluator:
+            run = play_games(evaluator, starts, config, lambda r: queue.put(("game", r)), net_id)
         queue.put(("done", run))
     except BaseException as exc:  # reported to the main process, which raises it
         queue.put(("error", f"worker {index}: {exc!r}"))
@@ -181,49 +192,48 @@ def run_selfplay(
     to ``on_game`` in the calling process (in finishing order)."""
     from frugalzero.nn.checkpoint import load_net
     from frugalzero.nn.evaluator import Evaluator
+    from frugalzero.nn.server import InferenceServer
 
     starts = game_starts(config)
     workers = worker_count(config)
     net, meta = load_net(net_path)  # a bad file is reported here, before any worker starts
+    done = 0
+
+    def each(record: GameRecord) -> None:
+        nonlocal done
+        done += 1
+        on_game(record)
+        if progress is not None:
+            progress(done)
+
     if workers == 1:
-        done = 0
-
-        def each(record: GameRecord) -> None:
-            nonlocal done
-            done += 1
-            on_game(record)
-            if progress is not None:
-                progress(done)
-
         with Evaluator(net, config.evaluator) as evaluator:
             run = play_games(evaluator, starts, config, each, meta.net_id)
         run.workers = 1
         return run
 
-    del net
+    threads = config.evaluator.threads or max(1, available_cores() - workers)
+    server = InferenceServer(net, config.evaluator, threads, clients=workers)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     procs = [
         ctx.Process(
             target=_worker,
-            args=(i, str(net_path), config, list(starts[i::workers]), queue),
+            args=(i, client, config, list(starts[i::workers]), queue, meta.net_id),
             name=f"frugalzero-selfplay-{i}",
             daemon=False,
         )
-        for i in range(workers)
+        for i, client in enumerate(server.clients)
     ]
-    for proc in procs:
-        proc.start()
-    total = SelfPlayRun()
-    finished_workers = done = 0
+    total = SelfPlayRun(workers=workers)
+    finished_workers = 0
     try:
+        for proc in procs:
+            proc.start()
         while finished_workers < workers:
             kind, payload = queue.get()
             if kind == "game":
-                done += 1
-                on_game(payload)
-                if progress is not None:
-                    progress(done)
+                each(payload)
             elif kind == "done":
                 finished_workers += 1
                 total.moves += payload.moves
@@ -233,12 +243,13 @@ def run_selfplay(
                 total.seconds = max(total.seconds, payload.seconds)
             else:
                 raise RuntimeError(payload)
+        total.extra["server"] = server.owner.stats()
     finally:
         for proc in procs:
             proc.join(timeout=1 if finished_workers < workers else 30)
             if proc.is_alive():
                 proc.terminate()
                 proc.join()
+        server.close()
     total.games = done
-    total.workers = workers
     return total
