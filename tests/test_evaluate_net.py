@@ -33,7 +33,7 @@ def test_nodes_1_plays_the_raw_policy(net_file):
     spec = f"net:{net_file}?nodes=1&{INLINE}"
     result = play_match(spec, "random?seed=5", MatchConfig(games=2, adjudication=SHORT))
     torch.manual_seed(1)
-    inline = EvaluatorConfig(backend="inline", compile="off", precision="fp32")
+    inline = EvaluatorConfig(device="cpu", backend="inline", compile="off", precision="fp32")
     evaluator = Evaluator(PolicyValueNet(architecture("tiny")), inline)
     checked = 0
     for outcome in result.outcomes:

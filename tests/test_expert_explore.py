@@ -30,7 +30,9 @@ def confident_net():
 
 def inline(net) -> Evaluator:
     # one thread: a tiny net gains nothing from more, and a busy machine makes them wait
-    config = EvaluatorConfig(backend="inline", precision="fp32", compile="off", threads=1)
+    config = EvaluatorConfig(
+        device="cpu", backend="inline", precision="fp32", compile="off", threads=1
+    )
     return Evaluator(net, config)
 
 

@@ -19,7 +19,7 @@ from frugalzero.chess.positions import random_boards
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 from frugalzero.nn.model import ARCHITECTURES, PolicyValueNet, architecture
 
-INLINE = EvaluatorConfig(backend="inline", precision="fp32", compile="off")
+INLINE = EvaluatorConfig(device="cpu", backend="inline", precision="fp32", compile="off")
 
 
 @pytest.mark.parametrize("name", ["tiny", "small"])
@@ -113,7 +113,9 @@ def test_cache_is_keyed_by_history_too(tiny_net):
 
 def test_process_backend_agrees_with_inline(tiny_net):
     boards = random_boards(300, seed=12)
-    config = EvaluatorConfig(backend="process", precision="fp32", compile="off", cache_size=0)
+    config = EvaluatorConfig(
+        device="cpu", backend="process", precision="fp32", compile="off", cache_size=0
+    )
     with Evaluator(tiny_net, INLINE) as inline, Evaluator(tiny_net, config) as proc:
         expected = inline.evaluate(boards)
         pendings = [proc.submit(boards[i : i + 64]) for i in range(0, 300, 64)]  # > 4 slots
@@ -135,7 +137,7 @@ def test_update_weights_changes_answers_and_clears_cache(tiny_net):
 
 
 def test_dead_inference_process_is_an_error_not_a_hang(tiny_net):
-    config = EvaluatorConfig(backend="process", precision="fp32", compile="off")
+    config = EvaluatorConfig(device="cpu", backend="process", precision="fp32", compile="off")
     ev = Evaluator(tiny_net, config)
     try:
         (pid,) = ev.server_pids()
@@ -171,7 +173,9 @@ def test_two_inference_processes_share_the_batches_and_agree_with_one(tiny_net):
     """Batches go to the servers in turn (a server runs the batches waiting for it as one); the
     answers are the same as one server's."""
     boards = random_boards(48, seed=5)
-    config = EvaluatorConfig(backend="process", precision="fp32", compile="off", cache_size=0)
+    config = EvaluatorConfig(
+        device="cpu", backend="process", precision="fp32", compile="off", cache_size=0
+    )
     with Evaluator(tiny_net, config) as one:
         expected = [one.evaluate(boards[i : i + 8]) for i in range(0, 48, 8)]
     two_config = dataclasses.replace(config, servers=2, threads=1)
@@ -189,7 +193,7 @@ def test_two_inference_processes_share_the_batches_and_agree_with_one(tiny_net):
 
 def test_threads_change_in_the_running_inference_processes(tiny_net):
     config = EvaluatorConfig(
-        backend="process", precision="fp32", compile="off", threads=2, servers=2
+        device="cpu", backend="process", precision="fp32", compile="off", threads=2, servers=2
     )
     with Evaluator(tiny_net, config) as ev:
         assert ev.server_stats()["threads"] == 4  # summed over the two processes
@@ -200,7 +204,9 @@ def test_threads_change_in_the_running_inference_processes(tiny_net):
 
 
 def test_the_cache_resizes_and_reports_how_full_it_is(tiny_net):
-    config = EvaluatorConfig(backend="inline", precision="fp32", compile="off", cache_size=100)
+    config = EvaluatorConfig(
+        device="cpu", backend="inline", precision="fp32", compile="off", cache_size=100
+    )
     with Evaluator(tiny_net, config) as ev:
         ev.evaluate(random_boards(30, seed=6))
         assert ev.cache_permille == 300
@@ -223,7 +229,9 @@ def test_clients_of_one_inference_process_get_their_own_answers(tiny_net):
     from frugalzero.nn.server import InferenceServer
 
     boards = random_boards(40, seed=9)
-    config = EvaluatorConfig(backend="inline", precision="fp32", compile="off", cache_size=0)
+    config = EvaluatorConfig(
+        device="cpu", backend="inline", precision="fp32", compile="off", cache_size=0
+    )
     with Evaluator(tiny_net, config) as inline:
         want = inline.evaluate(boards)
     server = InferenceServer(tiny_net, config, threads=1, clients=2)

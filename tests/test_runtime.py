@@ -181,7 +181,9 @@ def test_inline_evaluator_leaves_the_callers_net_alone():
 
     before = snapshot()
     values = [t.clone() for t in net.state_dict().values()]
-    with Evaluator(net, EvaluatorConfig(backend="inline")) as ev:  # channels_last by default
+    with Evaluator(
+        net, EvaluatorConfig(device="cpu", backend="inline")
+    ) as ev:  # channels_last by default
         ev.evaluate([chess.Board()])
         ev.update_weights(PolicyValueNet(net.config))
         ev.evaluate([chess.Board()])

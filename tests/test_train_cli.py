@@ -28,6 +28,8 @@ SETTINGS = [
     "validation_fraction=0.1",
     "--set",
     "checkpoint_minutes=0",
+    "--set",
+    "device=cpu",  # bit-identical nets are a CPU promise (on CUDA: deterministic=true)
 ]
 
 

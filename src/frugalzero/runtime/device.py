@@ -64,6 +64,16 @@ def set_threads(threads: int, device: torch.device) -> None:
         torch.set_num_threads(threads)
 
 
+def cuda_kernels(deterministic: bool) -> None:
+    """cuDNN's kernel choice for a training process: the fastest for the fixed shapes (which
+    may differ from run to run, with TF32 matmuls), or fixed kernels in full fp32 so a run
+    repeats exactly. No effect without CUDA."""
+    torch.backends.cudnn.benchmark = not deterministic
+    torch.backends.cudnn.deterministic = deterministic
+    torch.backends.cuda.matmul.allow_tf32 = not deterministic
+    torch.backends.cudnn.allow_tf32 = not deterministic
+
+
 def place(module: torch.nn.Module, device: torch.device, channels_last: bool) -> torch.nn.Module:
     """``module`` on ``device``, in NHWC layout if ``channels_last`` (which oneDNN and cuDNN
     convolutions prefer). Like ``Module.to`` this converts ``module`` itself: pass a copy to

@@ -85,6 +85,9 @@ class TrainConfig:
     """PyTorch threads on CPU; 0 = every core."""
     seed: int = 0
     """Seeds weights' data order, the RNGs and so everything that makes two runs equal."""
+    deterministic: bool = False
+    """On CUDA, fixed cuDNN kernels and no TF32, so a resumed run repeats the uninterrupted one
+    exactly (slower); off, cuDNN picks the fastest kernels. On a CPU training is always exact."""
     log_every: int = 20
     """Optimiser steps between training-metric records."""
     checkpoint_minutes: float = 10.0

@@ -39,6 +39,7 @@ from frugalzero.nn.model import PolicyValueNet, value_from_output
 from frugalzero.runtime.device import (
     autocast,
     compile_module,
+    cuda_kernels,
     place,
     resolve_device,
     resolve_precision,
@@ -171,7 +172,7 @@ class Trainer:
             raise UserError("train config: precision fp16 needs CUDA (loss scaling); use bf16")
         set_threads(config.threads, self.device)
         if self.device.type == "cuda":
-            torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels
+            cuda_kernels(config.deterministic)
         self.head = net.config.value_head
         self.net = place(net, self.device, config.channels_last)
         self.optimizer = make_optimizer(self.net, config)
