@@ -280,18 +280,20 @@ def test_two_worker_processes_share_one_inference_process(tmp_path: Path, tiny_n
     assert ids == [f"s0-g{i}" for i in range(4)]
 
 
-def test_bench_selfplay_reports_the_ratio() -> None:
+def _bench_selfplay(*extra: str) -> dict:
+    """``bench selfplay`` on a tiny net for one short round."""
     import argparse
 
     from frugalzero.bench import selfplay as bench
 
     parser = argparse.ArgumentParser()
     bench.add_arguments(parser)
-    args = parser.parse_args(
-        ["--arch", "tiny", "--games", "8", "--sims", "8", "--rounds", "1", "--seconds", "0.5"]
-        + ["--backend", "inline", "--compile", "off", "--precision", "fp32"]
-    )
-    result = bench.run(args)
+    args = ["--arch", "tiny", "--games", "8", "--sims", "8", "--rounds", "1", "--seconds", "0.5"]
+    return bench.run(parser.parse_args([*args, "--compile", "off", "--precision", "fp32", *extra]))
+
+
+def test_bench_selfplay_reports_the_ratio() -> None:
+    result = _bench_selfplay("--backend", "inline")
     for key in ("positions_per_s", "evaluator_positions_per_s", "sims_per_move", "ratio"):
         assert result[key] > 0
     expected = result["positions_per_s"] * 8 / result["evaluator_positions_per_s"]
@@ -299,17 +301,7 @@ def test_bench_selfplay_reports_the_ratio() -> None:
 
 
 def test_bench_selfplay_measures_worker_layouts_in_one_run() -> None:
-    import argparse
-
-    from frugalzero.bench import selfplay as bench
-
-    parser = argparse.ArgumentParser()
-    bench.add_arguments(parser)
-    args = parser.parse_args(
-        ["--arch", "tiny", "--games", "8", "--sims", "8", "--rounds", "1", "--seconds", "0.5"]
-        + ["--compile", "off", "--precision", "fp32", "--workers", "1,2"]
-    )
-    result = bench.run(args)
+    result = _bench_selfplay("--workers", "1,2")
     one, two = result["workers"]["1"], result["workers"]["2"]
     for layout in (one, two):
         assert layout["simulations_per_s"] > 0 and layout["client_cpu_us_per_simulation"] > 0
