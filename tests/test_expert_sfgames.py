@@ -11,9 +11,9 @@ import numpy as np
 from conftest import shared_file
 from frugalzero.chess.moves import move_to_index
 from frugalzero.cli import main
+from frugalzero.data.pgnwriter import record_to_pgn
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import read_shard, shard_paths
-from frugalzero.expert.sfgames import record_to_pgn
 
 
 def run_sfgames(out, *extra: str) -> dict:

@@ -26,7 +26,13 @@ from frugalzero.search import (
     search,
     search_many,
 )
-from frugalzero.search.puct import c_puct, choose_by_visits, fpu_value, puct_scores
+from frugalzero.search.puct import (
+    c_puct,
+    choose_by_visits,
+    fpu_value,
+    puct_scores,
+    temperature_for_ply,
+)
 
 
 def quiet(**overrides) -> SearchConfig:
@@ -180,6 +186,14 @@ def test_temperature_choice() -> None:
     assert picks / 4000 == pytest.approx([0.1, 0.3, 0.6, 0.0], abs=0.03)
     ties = np.array([5.0, 5.0, 1.0])
     assert choose_by_visits(ties, 0.0, rng, tiebreak=np.array([0.0, 0.2, 0.9])) == 1
+
+
+def test_temperature_schedule_constant_or_decaying() -> None:
+    assert [temperature_for_ply(p, 1.0, 30, 0.0) for p in (0, 29, 30)] == [1.0, 1.0, 0.0]
+    # lc0's search-contempt runs: 0.7 decaying over 5 moves, never below 0.1
+    decayed = [temperature_for_ply(p, 0.7, 512, 0.1, decay=10) for p in (0, 4, 8, 10, 300)]
+    assert decayed == pytest.approx([0.7, 0.42, 0.14, 0.1, 0.1])
+    assert temperature_for_ply(600, 0.7, 512, 0.1, decay=10) == 0.1
 
 
 def test_play_settings_are_deterministic() -> None:

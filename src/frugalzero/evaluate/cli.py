@@ -1,4 +1,4 @@
-"""``frugalzero match``, ``frugalzero elo`` and ``frugalzero ladder``."""
+"""``frugalzero match``, ``frugalzero elo``, ``frugalzero ladder`` and ``frugalzero games``."""
 
 from __future__ import annotations
 
@@ -43,6 +43,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     elo.add_argument("--json", action="store_true", help="print one JSON object")
     elo.set_defaults(handler=_elo)
+
+    games = subparsers.add_parser(
+        "games",
+        help="results, decisiveness and repeated openings of a set of games (PGN)",
+        description="Counts what search-contempt's paper reports: W/D/L from White's view with "
+        "95%% intervals, (wins + losses) / draws, and the share of games whose first k plies "
+        "another game also played. Unreadable or unfinished games are skipped and counted.",
+    )
+    games.add_argument("pgn", nargs="+", help="PGN files, or folders of them")
+    games.add_argument("--plies", type=int, default=30, help="repeated-openings curve length")
+    games.add_argument("--json", action="store_true", help="print one JSON object")
+    games.set_defaults(handler=_games)
 
     ladder = subparsers.add_parser(
         "ladder", help="rate an engine against calibrated rungs (or --calibrate them)"
@@ -188,6 +200,43 @@ def _ratings_table(out: dict, order: list[str]) -> None:
             f"{100 * out['los'][name]:.1f}%" if name in out["los"] else "",
         )
     Console(file=sys.stdout).print(table)
+
+
+def _games(args: argparse.Namespace) -> int:
+    from frugalzero.data.pgn import Skipped, parse_game, split_games
+    from frugalzero.errors import UserError
+    from frugalzero.output import emit
+    from frugalzero.selfplay.stats import count_results, summary
+
+    if args.plies < 1:
+        raise UserError("--plies must be at least 1")
+    files: list[Path] = []
+    for name in args.pgn:
+        path = Path(name)
+        if path.is_dir():
+            files.extend(sorted(path.glob("*.pgn")))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UserError(f"{name}: no such file or folder")
+    games, results, skipped = [], [], 0
+    for path in files:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for raw in split_games(handle):
+                record = parse_game(raw, str(path))
+                if isinstance(record, Skipped):
+                    skipped += 1
+                    continue
+                games.append((record.start_fen, record.moves))
+                results.append({1.0: "1-0", 0.0: "1/2-1/2", -1.0: "0-1"}[record.result])
+    if not games:
+        raise UserError(f"no finished games in {', '.join(args.pgn)}")
+    out = {"files": len(files), "skipped": skipped}
+    out.update(summary(games, count_results(results), args.plies))
+    if not args.json:
+        out.pop("repeated_by_ply")
+    emit(out, args.json, title="games")
+    return 0
 
 
 def _elo_text(value: float) -> str:

@@ -152,9 +152,10 @@ def _explore(args: argparse.Namespace) -> int:
 
 def _sfgames(args: argparse.Namespace) -> int:
     from frugalzero.chess.positions import load_book
+    from frugalzero.data.pgnwriter import PgnWriter
     from frugalzero.data.shards import ShardWriter
     from frugalzero.expert.explore import label_playouts, summary
-    from frugalzero.expert.sfgames import PgnWriter, game_tasks
+    from frugalzero.expert.sfgames import game_tasks
     from frugalzero.output import emit
 
     _check_count("games", args.games)

@@ -65,6 +65,10 @@ class SearchConfig:
     """Plies (from the start of the game) played at ``temperature``; AlphaZero: 30."""
     final_temperature: float = 0.0
     """Temperature after that; 0 = the most-visited move."""
+    temperature_decay_plies: int = 0
+    """> 0: within ``temperature_plies`` the temperature falls linearly from ``temperature`` at
+    ply 0 toward 0 at this ply, never below ``final_temperature`` (lc0's TempDecayMoves with
+    TempEndgame, counted in plies); 0 = constant."""
     draw_repetitions: int = 3
     """Occurrences of a position that end the game in search as a draw: 3 = threefold (the
     claimable draw), 2 = any repetition (Leela's shortcut)."""
@@ -94,6 +98,7 @@ class SearchConfig:
             (self.collisions >= 0, "collisions must be >= 0"),
             (self.virtual_loss >= 0, "virtual_loss must be >= 0"),
             (self.temperature >= 0 and self.final_temperature >= 0, "temperatures must be >= 0"),
+            (self.temperature_decay_plies >= 0, "temperature_decay_plies must be >= 0"),
             (self.draw_repetitions in (2, 3), "draw_repetitions must be 2 or 3"),
             (0 <= self.resign_disabled_share <= 1, "resign_disabled_share must be in [0, 1]"),
         ]

@@ -41,9 +41,16 @@ def puct_scores(
     return scores
 
 
-def temperature_for_ply(ply: int, temperature: float, plies: int, final: float) -> float:
-    """The move-choice temperature of a given ply (AlphaZero: 1 for 30 plies, then 0)."""
-    return temperature if ply < plies else final
+def temperature_for_ply(
+    ply: int, temperature: float, plies: int, final: float, decay: int = 0
+) -> float:
+    """The move-choice temperature of a given ply (AlphaZero: 1 for 30 plies, then 0). With
+    ``decay`` > 0 it falls linearly toward 0 at ply ``decay``, never below ``final``."""
+    if ply >= plies:
+        return final
+    if decay > 0:
+        return max(final, temperature * (1.0 - ply / decay))
+    return temperature
 
 
 def choose_by_visits(

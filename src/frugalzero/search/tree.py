@@ -321,7 +321,11 @@ class SearchTree:
         if ply is None:
             ply = len(self.history.board.move_stack)
         tau = temperature_for_ply(
-            ply, cfg.temperature, cfg.temperature_plies, cfg.final_temperature
+            ply,
+            cfg.temperature,
+            cfg.temperature_plies,
+            cfg.final_temperature,
+            cfg.temperature_decay_plies,
         )
         if cfg.gumbel or root.proven or tau <= 0:
             best = self._best_slot()

@@ -25,6 +25,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--net", required=True, help="network file, or 'default' (shipped net)")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--pgn",
+        metavar="DIR",
+        help="also write the games as PGN files here (both players named with the search settings)",
+    )
     # Ray: the games on Ray workers, the shards written here
     parser.add_argument(
         "--ray", metavar="ADDRESS", help="play on Ray: 'local' starts a runtime, HOST:PORT joins"
@@ -65,15 +70,24 @@ def _selfplay(args: argparse.Namespace) -> int:
     ):
         task = bar.add_task("games", total=config.games, positions=0)
 
+        pgn = None
+        if args.pgn:
+            from frugalzero.data.pgnwriter import PgnWriter
+
+            pgn = PgnWriter(args.pgn, prefix, config.games_per_shard, player_name(config))
+
         def on_game(record) -> None:
             records.append(record)
             writer.add(record)
+            if pgn is not None:
+                pgn.add(record)
 
         def progress(done: int) -> None:
             bar.update(task, completed=done, positions=writer.positions)
 
         with runner_for(args.ray, RayConfig(workers=args.ray_workers or 0)) as runner:
             run = runner.selfplay(net_path, config, on_game, progress)
+        pgn_paths = pgn.close() if pgn is not None else []
     seconds = time.perf_counter() - start
     stats = selfplay_stats(records)
     result = {
@@ -87,8 +101,27 @@ def _selfplay(args: argparse.Namespace) -> int:
         "positions_per_s": round(stats["positions"] / seconds, 2) if seconds else None,
         "simulations_per_s": round(run.simulations / seconds, 1) if seconds else None,
         "shards": [str(p) for p in writer.paths],
+        "pgn": [str(p) for p in pgn_paths],
         "net": str(net_path),
     }
     atomic_write_text(out / f"{prefix}.stats.json", to_json(result) + "\n")
     emit(result, args.json, title="self-play")
     return 0
+
+
+def player_name(config) -> str:
+    """Both players of a self-play game in its PGN: the search that played."""
+    search = config.search
+    parts = [f"frugalzero sims={search.simulations}"]
+    if search.gumbel:
+        parts.append("gumbel")
+    elif search.nscl != float("inf"):
+        parts.append(f"nscl={search.nscl:g}")
+    parts.append(f"temp={search.temperature:g}/{search.temperature_plies}")
+    if search.temperature_decay_plies:
+        parts.append(f"decay={search.temperature_decay_plies}")
+    if search.final_temperature:
+        parts.append(f"final_temp={search.final_temperature:g}")
+    if not search.root_noise:
+        parts.append("noise=off")
+    return " ".join(parts)
