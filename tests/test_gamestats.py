@@ -74,3 +74,19 @@ def test_games_command_recounts_selfplay_pgn(tmp_path: Path, tiny_net, capsys):
         played["repeated_share_by_ply"][:4], abs=1e-3
     )
     assert main(["games", str(tmp_path / "nothing")]) == 2
+
+
+def test_games_from_one_players_side(tmp_path: Path, capsys):
+    def game(white: str, black: str, result: str) -> str:
+        return f'[White "{white}"]\n[Black "{black}"]\n[Result "{result}"]\n\n1. e4 e5 {result}\n\n'
+
+    pgn = tmp_path / "match.pgn"
+    pgn.write_text(
+        game("A", "B", "1-0") + game("B", "A", "1-0") + game("B", "A", "0-1")
+        + game("A", "B", "1/2-1/2") + game("C", "D", "1-0")
+    )  # fmt: skip
+    assert main(["games", str(pgn), "--player", "A", "--json", "--plies", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["player_wins"], out["draws"], out["opponent_wins"]) == (2, 1, 1)
+    assert out["games"] == 4 and out["other_games"] == 1 and out["player_pct_ci95"][0] == 50.0
+    assert main(["games", str(pgn), "--player", "Z"]) == 2

@@ -53,6 +53,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     games.add_argument("pgn", nargs="+", help="PGN files, or folders of them")
     games.add_argument("--plies", type=int, default=30, help="repeated-openings curve length")
+    games.add_argument(
+        "--player",
+        help="count from this player's side (its name as in White/Black): wins, draws, losses "
+        "in the games it played, whatever its colour",
+    )
     games.add_argument("--json", action="store_true", help="print one JSON object")
     games.set_defaults(handler=_games)
 
@@ -219,7 +224,7 @@ def _games(args: argparse.Namespace) -> int:
             files.append(path)
         else:
             raise UserError(f"{name}: no such file or folder")
-    games, results, skipped = [], [], 0
+    games, results, skipped, others = [], [], 0, 0
     for path in files:
         with open(path, encoding="utf-8", errors="replace") as handle:
             for raw in split_games(handle):
@@ -227,12 +232,27 @@ def _games(args: argparse.Namespace) -> int:
                 if isinstance(record, Skipped):
                     skipped += 1
                     continue
+                result = record.result
+                if args.player:  # "white" below is then the player, "black" its opponents
+                    sides = (record.extra.get("White"), record.extra.get("Black"))
+                    if args.player not in sides:
+                        others += 1
+                        continue
+                    if sides[0] != args.player:
+                        result = -result
                 games.append((record.start_fen, record.moves))
-                results.append({1.0: "1-0", 0.0: "1/2-1/2", -1.0: "0-1"}[record.result])
+                results.append({1.0: "1-0", 0.0: "1/2-1/2", -1.0: "0-1"}[result])
     if not games:
-        raise UserError(f"no finished games in {', '.join(args.pgn)}")
+        who = f" of {args.player}" if args.player else ""
+        raise UserError(f"no finished games{who} in {', '.join(args.pgn)}")
     out = {"files": len(files), "skipped": skipped}
+    if args.player:
+        out.update(player=args.player, other_games=others)
     out.update(summary(games, count_results(results), args.plies))
+    if args.player:  # the same counts, named for a player
+        for old, new in (("white", "player"), ("black", "opponent")):
+            out[f"{new}_wins"] = out.pop(f"{old}_wins")
+            out[f"{new}_pct_ci95"] = out.pop(f"{old}_pct_ci95")
     if not args.json:
         out.pop("repeated_by_ply")
     emit(out, args.json, title="games")

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# search-contempt in odds chess (Joshi 2025, Tables 1-3) with the shipped net: the net gives
+# queen or knight odds to a fixed opponent, searching with plain PUCT or with the hybrid at
+# N_scl, at three node counts; then the hybrid against PUCT at equal noise and temperature,
+# colours swapped (the paper's +70 Elo match had PUCT always White).
+#
+#   benchmarks/contempt_odds.sh [GAMES] [NSCL] [NODES...]     (defaults: 100 28 50 200 800)
+#
+# The opponent is chosen once and kept in benchmarks/results/contempt/odds/opponent.txt: the
+# first of CANDIDATES (weakest first, ladder rungs) against which PUCT at the middle node count,
+# giving queen odds, scores at most 40% over 10 games. Resumable: one PGN per pairing, its
+# finished games counted, the missing ones played with the count as seed. Recount with
+#   frugalzero games benchmarks/results/contempt/odds/queen-hybrid-200.pgn --player 'NET' --json
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GAMES=${1:-100}
+NSCL=${2:-28}
+if [ $# -gt 2 ]; then NODES=("${@:3}"); else NODES=(50 200 800); fi
+PY="$PWD/.venv/bin/python"
+OUT=benchmarks/results/contempt/odds
+CANDIDATES=("fairy?nodes=10000&skill=-5" "fairy?nodes=10000&skill=-4" "fairy?nodes=10000&skill=-3"
+    "fairy?nodes=10000&skill=-1" "fairy?nodes=10000&skill=0" "stockfish?elo=1350&nodes=20000")
+mkdir -p "$OUT"
+
+played() {  # finished games in a PGN file
+    if [ -f "$1" ]; then grep -c '^\[Result ' "$1" || true; else echo 0; fi
+}
+
+match() {  # PGN GAMES A B [match options...]: play the games still missing from PGN
+    local pgn=$1 want=$2 a=$3 b=$4
+    shift 4
+    local have
+    have=$(played "$pgn")
+    if [ "$have" -lt "$want" ]; then
+        echo "$(basename "$pgn" .pgn): $have of $want games"
+        "$PY" -m frugalzero match "$a" "$b" --games $(( (want - have + 1) / 2 * 2 )) \
+            --seed "$have" --pgn "$pgn" "$@" > /dev/null
+    fi
+}
+
+middle=${NODES[$(( ${#NODES[@]} / 2 ))]}
+if [ ! -s "$OUT/opponent.txt" ]; then
+    for candidate in "${CANDIDATES[@]}"; do
+        score=$("$PY" -m frugalzero match "net:default?nodes=$middle" "$candidate" --games 10 \
+            --odds queen --odds-giver first --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["score"])')
+        echo "probe: PUCT at $middle nodes, queen odds, against $candidate: $score"
+        if "$PY" -c "import sys; sys.exit(0 if $score <= 0.4 else 1)"; then
+            echo "$candidate" > "$OUT/opponent.txt"
+            break
+        fi
+    done
+fi
+opponent=$(cat "$OUT/opponent.txt")
+echo "opponent: $opponent"
+
+for odds in queen knight; do
+    for nodes in "${NODES[@]}"; do
+        match "$OUT/$odds-puct-$nodes.pgn" "$GAMES" "net:default?nodes=$nodes" "$opponent" \
+            --odds "$odds" --odds-giver first
+        match "$OUT/$odds-hybrid-$nodes.pgn" "$GAMES" "net:default?nodes=$nodes&nscl=$NSCL" \
+            "$opponent" --odds "$odds" --odds-giver first
+    done
+done
+
+# equal noise and temperature (the paper's tau 1 schedule with its noise), colours swapped
+SAME="temperature=0.7&temperature_decay_plies=10&final_temperature=0.1&temperature_plies=100000"
+SAME="$SAME&root_noise=true&dirichlet_epsilon=0.1&dirichlet_alpha=0.12"
+match "$OUT/hybrid5-vs-puct-400.pgn" "$GAMES" "net:default?nodes=400&nscl=5&$SAME" \
+    "net:default?nodes=400&$SAME"
+
+for pgn in "$OUT"/*.pgn; do  # the tallies: frugalzero games PGN --player NAME
+    echo "$(basename "$pgn" .pgn): $(played "$pgn") games"
+done
