@@ -42,3 +42,15 @@ def test_kept_net_is_the_runs_final_net(record: Path) -> None:
 
 def test_the_records_hold_what_the_tests_check() -> None:
     assert len(RATED) >= 4 and NETS  # a moved results folder must not pass vacuously
+
+
+def test_contempt_tables_recount_from_the_committed_pgn() -> None:
+    """benchmarks/CONTEMPT.md's tables are what its script counts in the committed games."""
+    import importlib.util
+
+    script = RESULTS.parent / "contempt_report.py"
+    spec = importlib.util.spec_from_file_location("contempt_report", script)
+    assert spec is not None and spec.loader is not None
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    assert report.main(["--check"]) == 0

@@ -208,51 +208,13 @@ def _ratings_table(out: dict, order: list[str]) -> None:
 
 
 def _games(args: argparse.Namespace) -> int:
-    from frugalzero.data.pgn import Skipped, parse_game, split_games
     from frugalzero.errors import UserError
+    from frugalzero.evaluate.gameset import game_set
     from frugalzero.output import emit
-    from frugalzero.selfplay.stats import count_results, summary
 
     if args.plies < 1:
         raise UserError("--plies must be at least 1")
-    files: list[Path] = []
-    for name in args.pgn:
-        path = Path(name)
-        if path.is_dir():
-            files.extend(sorted(path.glob("*.pgn")))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise UserError(f"{name}: no such file or folder")
-    games, results, skipped, others = [], [], 0, 0
-    for path in files:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for raw in split_games(handle):
-                record = parse_game(raw, str(path))
-                if isinstance(record, Skipped):
-                    skipped += 1
-                    continue
-                result = record.result
-                if args.player:  # "white" below is then the player, "black" its opponents
-                    sides = (record.extra.get("White"), record.extra.get("Black"))
-                    if args.player not in sides:
-                        others += 1
-                        continue
-                    if sides[0] != args.player:
-                        result = -result
-                games.append((record.start_fen, record.moves))
-                results.append({1.0: "1-0", 0.0: "1/2-1/2", -1.0: "0-1"}[result])
-    if not games:
-        who = f" of {args.player}" if args.player else ""
-        raise UserError(f"no finished games{who} in {', '.join(args.pgn)}")
-    out = {"files": len(files), "skipped": skipped}
-    if args.player:
-        out.update(player=args.player, other_games=others)
-    out.update(summary(games, count_results(results), args.plies))
-    if args.player:  # the same counts, named for a player
-        for old, new in (("white", "player"), ("black", "opponent")):
-            out[f"{new}_wins"] = out.pop(f"{old}_wins")
-            out[f"{new}_pct_ci95"] = out.pop(f"{old}_pct_ci95")
+    out = game_set(args.pgn, args.player or "", args.plies)
     if not args.json:
         out.pop("repeated_by_ply")
     emit(out, args.json, title="games")
