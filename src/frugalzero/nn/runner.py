@@ -14,6 +14,7 @@ import torch
 from frugalzero.chess.encoding import encode
 from frugalzero.config import check
 from frugalzero.nn.model import PolicyValueNet, value_from_output
+from frugalzero.nn.planes import encode_on, frames_bytes
 from frugalzero.runtime.device import (
     autocast,
     compile_module,
@@ -111,9 +112,11 @@ class NetRunner:
         self, frames: np.ndarray, meta: np.ndarray, index: np.ndarray, counts: np.ndarray
     ) -> Output:
         """Encode, forward, and softmax restricted to each position's legal moves."""
-        x = torch.from_numpy(encode(frames, meta))
-        if self.device.type == "cuda":
-            x = x.pin_memory()
+        if self.device.type == "cuda":  # 832 bytes a position to the device, unpacked there
+            packed = frames_bytes(frames).pin_memory().to(self.device, non_blocking=True)
+            x = encode_on(packed, torch.from_numpy(meta).to(self.device, non_blocking=True))
+        else:  # NumPy's unpacking is ~5x faster than torch's on a CPU (measured)
+            x = torch.from_numpy(encode(frames, meta))
         logits, value = self.forward(x)
         with torch.inference_mode():
             idx = torch.from_numpy(index).to(self.device)
