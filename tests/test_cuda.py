@@ -4,6 +4,7 @@ without CUDA; on a GPU machine ``make test`` runs them."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -103,3 +104,24 @@ def test_cuda_selfplay_with_two_workers_on_one_server(tmp_path: Path):
     run = run_selfplay(path, config, records.append)
     assert run.workers == 2 and len(records) == 4
     assert run.extra["server"]["positions"] > 0
+
+
+def test_cuda_compiled_net_takes_new_weights_in_place():
+    """On a GPU the weights are inputs of the compiled graph: a new net needs no recompile."""
+    from frugalzero.nn.runner import NetRunner
+
+    boards = random_boards(16, seed=4)
+    config = EvaluatorConfig(device="cuda", precision="fp32", backend="inline", compile="on")
+    runner = NetRunner(_net(), config, threads=1, compile=True)
+    assert runner.compiled and not runner.frozen
+    model = runner.model  # the compiled callable, kept across the swap
+    changed = _net(seed=5)
+    runner.load_state_dict(changed.state_dict())
+    assert runner.model is model
+    with Evaluator(changed, dataclasses.replace(config, compile="off")) as fresh:
+        want = fresh.evaluate(boards)
+    with Evaluator(_net(), config) as ev:
+        ev.update_weights(changed)
+        got = ev.evaluate(boards)
+    for x, y in zip(want, got, strict=True):
+        assert abs(x.value - y.value) < 1e-3
