@@ -15,15 +15,20 @@ cd "$(dirname "$0")/.."
 MINUTES=${1:-60}
 OUT=${2:-runs/compare}
 METHODS=${METHODS:-sfgames eps-explore selfplay contempt gumbel}
+PRESET=${PRESET:-cpu-1h}  # gpu-1h: the GPU hours (benchmarks/gpu.sh), records in ...min-gpu
 FZ=.venv/bin/frugalzero
-RESULTS=benchmarks/results/${MINUTES}min
+RESULTS=benchmarks/results/${MINUTES}min${PRESET#cpu-1h}
+RESULTS=${RESULTS/gpu-1h/-gpu}
 # the comparison's settings, pinned: cpu-1h as it was when the methods were compared (300 games
 # and 600 steps plus one SWA epoch an iteration, a 400,000-position window); the preset has
 # since been tuned for Stockfish's games alone, and 3,000 self-play games would not fit an hour;
 # every iteration whole (budget.fit=false), as the budget was checked then
 compared=(--set generate.games=300 --set generate.window=400000 --set train.steps=600
     --set train.swa_cycles=1 --set budget.fit=false)
-common=(--preset cpu-1h --set "budget.minutes=$MINUTES" "${compared[@]}" "${@:3}")
+if [[ $PRESET != cpu-1h ]]; then
+    compared=()  # the pinned settings are the CPU comparison's
+fi
+common=(--preset "$PRESET" --set "budget.minutes=$MINUTES" "${compared[@]}" "${@:3}")
 # self-play methods: a small search so that an iteration fits the budget several times over
 # (Gumbel's sequential halving is built to improve the policy with few simulations)
 games="--set generate.games=48"
@@ -35,6 +40,16 @@ declare -A extra=(
     [contempt]="$selfplay --set generate.nscl_raise=2"
     [gumbel]="$games --set selfplay.search.simulations=16"
 )
+if [[ $PRESET == gpu-1h ]]; then  # the preset's search; iterations of 1,000 self-play games
+    games="--set generate.games=1000"
+    extra=(
+        [sfgames]=""
+        [eps-explore]="--set generate.steps=3000 --set explore.engine.nodes=400"
+        [selfplay]="$games"
+        [contempt]="$games --set generate.nscl_raise=2"
+        [gumbel]="$games --set selfplay.search.simulations=32"
+    )
+fi
 for method in $METHODS; do
     if [[ -e "$OUT/$method/config.toml" ]]; then
         $FZ run --dir "$OUT/$method"
