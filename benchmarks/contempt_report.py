@@ -183,13 +183,13 @@ def plots(counts: dict[str, dict | None]) -> None:
     fig.tight_layout()
     fig.savefig(RESULTS / "decisiveness.png", dpi=100)
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, label, _, _ in SELFPLAY:
+    for i, (name, label, _, _) in enumerate(SELFPLAY):  # one colour per configuration
         c = counts[name]
         if c is not None:
-            dup = c["duplicates_after_move"]
-            ax.plot(MOVES, [dup[str(k)] for k in MOVES], "o-", label=f"ours: {label}")
+            ours = [c["duplicates_after_move"][str(k)] for k in MOVES]
+            ax.plot(MOVES, ours, "o-", color=f"C{i}", label=f"ours: {label}")
         if name in PAPER_DUPLICATES:
-            ax.plot(MOVES, PAPER_DUPLICATES[name], "x:", label=f"paper: {label}")
+            ax.plot(MOVES, PAPER_DUPLICATES[name], "x:", color=f"C{i}", label=f"paper: {label}")
     ax.set_xlabel("moves")
     ax.set_ylabel("share of repeated games")
     ax.legend(fontsize=7)
