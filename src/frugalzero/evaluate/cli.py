@@ -61,6 +61,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     games.add_argument("--json", action="store_true", help="print one JSON object")
     games.set_defaults(handler=_games)
 
+    epd = subparsers.add_parser(
+        "eval-epd",
+        help="how often an engine plays a suite's best move (EPD bm), or label a suite",
+        description="Each position of the EPD files is a new game for the engine; its move "
+        "counts when it is one of the line's bm moves. net:default?nodes=1 is the raw policy. "
+        "--write saves the engine's moves as bm, which labels held-out positions with a "
+        "strong engine (e.g. stockfish?depth=12).",
+    )
+    epd.add_argument("epd", nargs="+", help="EPD files")
+    epd.add_argument("--engine", required=True, help=ENGINE_HELP)
+    epd.add_argument("--limit", type=int, default=0, help="first N positions of each file")
+    epd.add_argument("--seats", type=int, default=0, help="positions at once (0: one per core)")
+    epd.add_argument(
+        "--write", metavar="OUT.epd", help="write the positions with the engine's moves as bm"
+    )
+    epd.add_argument("--json", action="store_true", help="print one JSON object")
+    epd.set_defaults(handler=_eval_epd)
+
     ladder = subparsers.add_parser(
         "ladder", help="rate an engine against calibrated rungs (or --calibrate them)"
     )
@@ -218,6 +236,46 @@ def _games(args: argparse.Namespace) -> int:
     if not args.json:
         out.pop("repeated_by_ply")
     emit(out, args.json, title="games")
+    return 0
+
+
+def _eval_epd(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from frugalzero.errors import UserError
+    from frugalzero.evaluate.epd import best_moves, read_epd, write_epd
+    from frugalzero.output import emit
+    from frugalzero.runtime.cores import available_cores
+    from frugalzero.selfplay.stats import wilson
+
+    positions, skipped = [], 0
+    for name in args.epd:
+        found, bad = read_epd(Path(name), args.limit)
+        positions += found
+        skipped += bad
+    if not positions:
+        raise UserError(f"no readable positions in {', '.join(args.epd)}")
+    seats = args.seats or available_cores()
+    moves = asyncio.run(best_moves(args.engine, [p.board for p in positions], seats))
+    graded = [(p, m) for p, m in zip(positions, moves, strict=True) if p.best]
+    solved = sum(m in p.best for p, m in graded)
+    low, high = wilson(solved, len(graded))
+    out = {
+        "engine": args.engine,
+        "positions": len(positions),
+        "skipped": skipped,
+        "with_bm": len(graded),
+        "solved": solved,
+        "top1_pct_ci95": [
+            round(100 * solved / max(1, len(graded)), 1),
+            round(100 * low, 1),
+            round(100 * high, 1),
+        ],
+    }
+    if args.write:
+        write_epd(Path(args.write), positions, moves)
+        out["written"] = args.write
+    emit(out, args.json, title="eval-epd")
     return 0
 
 
