@@ -11,6 +11,8 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 
 import chess
+import chess.engine
+import numpy as np
 import pytest
 
 from frugalzero.chess.moves import move_to_index
@@ -195,3 +197,35 @@ def test_map_unordered_bounds_the_work_in_flight(stockfish):
             assert 0 < future.result().positions <= 8
     assert sorted(seen, key=int) == [str(i) for i in range(20)]
     assert counts["peak"] == 3  # memory stays flat however many tasks the source has
+
+
+def test_multipv_labels_spread_the_policy_over_the_engines_candidates(stockfish):
+    """With MultiPV 4 each label is a softmax over four scored candidates, the played move
+    first and most probable; a colder temperature sharpens it."""
+    from frugalzero.expert.playout import soft_target
+
+    config = EngineConfig(nodes=400, multipv=4, policy_temperature=50.0)
+    with StockfishPool(config, size=1) as pool:
+        (task,) = tasks(1, max_plies=6)
+        record = pool.submit(task).result()
+    board = chess.Board(record.start_fen)
+    for move in record.moves[: len(task.moves)]:
+        board.push_uci(move)
+    for uci, target in zip(record.moves[len(task.moves) :], record.targets[len(task.moves) :]):
+        move = chess.Move.from_uci(uci)
+        legal = {move_to_index(m, board.turn) for m in board.legal_moves}
+        assert len(target.policy_indices) == 4 and set(target.policy_indices) <= legal
+        assert abs(float(target.policy_probs.sum()) - 1.0) < 1e-6
+        assert target.policy_indices[0] == move_to_index(move, board.turn)
+        assert target.policy_probs.argmax() == 0 and target.expert_value is not None
+        board.push(move)
+    cp = chess.engine.Cp
+    start = chess.Board()
+    lines = [(chess.Move.from_uci(u), chess.engine.PovScore(cp(s), chess.WHITE)) for u, s in
+             (("e2e4", 40), ("d2d4", 30), ("a2a3", -60))]  # fmt: skip
+    _, warm = soft_target(start, lines, 50.0)
+    _, cold = soft_target(start, lines, 5.0)
+    assert warm[1] / warm[0] == pytest.approx(np.exp(-10 / 50)) and cold[0] > warm[0]
+    mate = [(chess.Move.from_uci("d2d4"), chess.engine.PovScore(chess.engine.Mate(3), True))]
+    _, only = soft_target(start, mate + lines, 50.0)
+    assert only[0] == pytest.approx(1.0)

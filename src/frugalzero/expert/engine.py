@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import chess
 import chess.engine
@@ -48,9 +49,16 @@ class EngineConfig:
     """Restarts tried for one position before it is given up (and counted)."""
     value_scale: float = VALUE_SCALE
     """Centipawns at which a label's value is 0.82: v = 2 / (1 + 10^(-cp/scale)) - 1."""
+    multipv: int = 1
+    """Candidate moves the engine scores per labelled position (UCI MultiPV). With more than
+    one, the policy target is a softmax over the candidates' scores at ``policy_temperature``
+    (the other legal moves get none); 1 = the engine's move alone (one-hot)."""
+    policy_temperature: float = 50.0
+    """Centipawns that divide the candidates' scores in that softmax: a move this much worse
+    than the best gets 1/e of its weight (not yet tuned)."""
 
     def __post_init__(self) -> None:
-        names = ("nodes", "depth", "movetime_ms", "hash_mb", "threads", "retries")
+        names = ("nodes", "depth", "movetime_ms", "hash_mb", "threads", "retries", "multipv")
         checks = [
             (getattr(self, n) >= 0, f"engine.{n} must be >= 0, not {getattr(self, n)}")
             for n in names
@@ -62,6 +70,8 @@ class EngineConfig:
             ),
             (self.threads >= 1 and self.hash_mb >= 1, "threads and hash_mb must be at least 1"),
             (self.timeout_s > 0 and self.value_scale > 0, "timeout_s and value_scale must be > 0"),
+            (self.multipv >= 1, "multipv must be at least 1"),
+            (self.policy_temperature > 0, "policy_temperature must be > 0"),
         ]
         check(self, "engine", checks)
 
@@ -87,6 +97,15 @@ class EngineConfig:
     def deadline(self) -> float:
         """Seconds one move may take before the engine is declared hung."""
         return self.timeout_s + self.movetime_ms / 1000
+
+
+class Answer(NamedTuple):
+    """The engine's move in a position, its score, and with MultiPV its candidates."""
+
+    move: chess.Move
+    score: chess.engine.PovScore | None
+    lines: list[tuple[chess.Move, chess.engine.PovScore]]
+    """(first move, score) of each MultiPV line, best first; [] with ``multipv`` 1."""
 
 
 def resolve_command(command: str) -> str:
@@ -185,8 +204,9 @@ class EngineSession:
                 await asyncio.wait_for(self._protocol.quit(), 1.0)
         await self.kill()
 
-    async def play(self, board: chess.Board) -> tuple[chess.Move, chess.engine.PovScore | None]:
-        """The engine's move and score in ``board`` (its move stack is sent as history)."""
+    async def play(self, board: chess.Board) -> Answer:
+        """The engine's move and score in ``board`` (its move stack is sent as history), and
+        its ``multipv`` candidates when that is more than one."""
         attempts = self.config.retries + 1
         failure = "no attempt"
         start_failed = False
@@ -201,10 +221,7 @@ class EngineSession:
                     continue
             assert self._protocol is not None
             try:
-                result = await asyncio.wait_for(
-                    self._protocol.play(board, self.limit, info=chess.engine.INFO_SCORE),
-                    self.config.deadline(),
-                )
+                answer = await asyncio.wait_for(self._ask(board), self.config.deadline())
             except TimeoutError:
                 self.stats.timeouts += 1
                 failure = f"no answer within {self.config.deadline():g} s"
@@ -215,15 +232,33 @@ class EngineSession:
                 failure = repr(exc)
                 await self.kill()
                 continue
-            if result.move is None:  # "bestmove (none)" in a position with legal moves
+            if answer is None:  # "bestmove (none)" in a position with legal moves
                 self.stats.crashes += 1
                 failure = "no move"
                 await self.kill()
                 continue
             self.stats.moves += 1
-            return result.move, result.info.get("score")
+            return answer
         if start_failed:  # the last try could not even start it
             raise EngineUnavailable(failure)
         raise EngineFailed(
             f"engine {self.command} failed {attempts} times in a row on {board.fen()}: {failure}"
         )
+
+    async def _ask(self, board: chess.Board) -> Answer | None:
+        """One request: ``go`` for the move (and score), or MultiPV analysis whose best line's
+        first move is the move. None when the engine had no move."""
+        assert self._protocol is not None
+        k = self.config.multipv
+        if k == 1:
+            result = await self._protocol.play(board, self.limit, info=chess.engine.INFO_SCORE)
+            if result.move is None:
+                return None
+            return Answer(result.move, result.info.get("score"), [])
+        infos = await self._protocol.analyse(
+            board, self.limit, multipv=k, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV
+        )
+        lines = [(i["pv"][0], i["score"]) for i in infos if i.get("pv") and "score" in i]
+        if not lines:
+            return None
+        return Answer(lines[0][0], lines[0][1], lines)

@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import chess
+import chess.engine
+import numpy as np
 
 from frugalzero.chess.moves import move_to_index
 from frugalzero.chess.rules import game_result
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.expert.engine import EngineFailed, EngineSession, EngineUnavailable
-from frugalzero.values import score_text, score_to_value
+from frugalzero.values import score_cp, score_text, score_to_value
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,26 @@ def replay(fen: str, moves: tuple[str, ...] | list[str]) -> chess.Board:
     return board
 
 
+def soft_target(
+    board: chess.Board, lines: list[tuple[chess.Move, chess.engine.PovScore]], temperature: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, probabilities) of a policy target spread over the engine's candidate moves: a
+    softmax of their scores (side to move's centipawns, mates as ``values.score_cp`` puts
+    them) divided by ``temperature``. The other legal moves get nothing."""
+    moves, scores = [], []
+    for move, score in lines:
+        if move not in moves:
+            moves.append(move)
+            scores.append(score_cp(score.relative))
+    logits = (np.array(scores, dtype=np.float64) - max(scores)) / temperature
+    weights = np.exp(logits)
+    indices = np.array([move_to_index(m, board.turn) for m in moves], dtype=np.int64)
+    return indices, (weights / weights.sum()).astype(np.float32)
+
+
 async def analyse(session: EngineSession, task: AnalyseTask) -> Label:
     board = replay(task.fen, task.moves)
-    move, score = await session.play(board)
+    move, score, _ = await session.play(board)
     if score is None:
         return Label(move.uci(), "", None)
     relative = score.relative
@@ -102,13 +121,16 @@ async def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
         if game_result(board) is not None:
             break
         try:
-            move, score = await session.play(board)
+            move, score, lines = await session.play(board)
         except EngineUnavailable:
             raise  # the worker gives up its slot; the pool decides what happens next
         except EngineFailed as exc:
             extra["end"] = f"engine failed: {exc}"
             break
-        indices, probs = one_hot(move_to_index(move, board.turn))
+        if len(lines) > 1:
+            indices, probs = soft_target(board, lines, session.config.policy_temperature)
+        else:
+            indices, probs = one_hot(move_to_index(move, board.turn))
         value = None
         if score is not None:
             value = score_to_value(score.relative, scale)
