@@ -175,3 +175,30 @@ def test_unclosed_comment_costs_one_game_not_the_file(tmp_path, monkeypatch):
     summary = import_pgn([path], tmp_path / "o", workers=1, show_progress=False)
     assert summary["imported"] == 2
     assert [(s["game"], s["reason"]) for s in summary["skipped_games"]] == [(2, "too long")]
+
+
+def test_eval_comments_become_expert_values_from_the_side_to_moves_view(tmp_path):
+    """[%eval] after a move is the next position's evaluation, in pawns from White's view."""
+    from frugalzero.data.pgn import parse_game
+    from frugalzero.values import score_to_value
+
+    text = (
+        '[Event "e"]\n[Result "1-0"]\n\n'
+        "1. e4 { [%eval 0.35] } 1... e5 { [%eval 0.3,20] } 2. Qh5 { no eval here } "
+        "2... Nc6 { [%eval #3] } 3. Bc4 { [%eval #-2] } 3... Nf6 1-0\n\n"
+    )
+    (raw,) = list(split_games(io.StringIO(text)))
+    record = parse_game(raw, "evals.pgn")
+    values = [t.expert_value for t in record.targets]
+    cp = chess.engine.Cp
+    assert values[0] is None  # nothing is said about the start
+    assert values[1] == pytest.approx(score_to_value(cp(-35)))  # Black to move after 1. e4
+    assert values[2] == pytest.approx(score_to_value(cp(30)))
+    assert values[3] is None  # a comment without an evaluation
+    assert values[4] == 1.0  # White mates in 3, White to move
+    assert values[5] == 1.0  # "#-2" is Black mating in 2, and Black is to move
+    black_first = '[Event "e"]\n[FEN "4k3/8/8/8/8/8/4P3/4K3 b - - 0 1"]\n[SetUp "1"]\n'
+    black_first += '[Result "*"]\n\n1... Kd7 { [%eval 1.5] } 2. e4 1/2-1/2\n\n'
+    (raw,) = list(split_games(io.StringIO(black_first)))
+    values = [t.expert_value for t in parse_game(raw, "b.pgn").targets]
+    assert values[1] == pytest.approx(score_to_value(cp(150)))  # White to move, +1.5 for White

@@ -16,12 +16,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import chess
+import chess.engine
 import chess.pgn
 import numpy as np
 
 from frugalzero.chess.moves import move_to_index
 from frugalzero.data import codec
 from frugalzero.data.records import GameRecord, PlyTarget
+from frugalzero.values import score_to_value
 
 RESULTS = {"1-0": 1.0, "0-1": -1.0, "1/2-1/2": 0.0}
 KEPT_HEADERS = ("Event", "Site", "Date", "White", "Black", "WhiteElo", "BlackElo", "TimeControl")
@@ -149,8 +151,9 @@ def _first_word(gap: str) -> str:
 
 
 class _MainLine(chess.pgn.BaseVisitor):
-    """Collects headers, the main line's moves (with policy indices) and the result token;
-    variations and comments are skipped without being parsed."""
+    """Collects headers, the main line's moves (with policy indices), the engine evaluations
+    of its comments (``[%eval 0.35]``, ``[%eval #-3]``, as lichess and cutechess write them)
+    and the result token; variations are skipped without being parsed."""
 
     def __init__(self, min_elo: int = 0) -> None:
         self.min_elo = min_elo
@@ -162,6 +165,7 @@ class _MainLine(chess.pgn.BaseVisitor):
         self.indices: list[int] = []
         self.token: str | None = None  # the main line's result token
         self.reason: tuple[str, str] | None = None
+        self.evals: dict[int, chess.engine.Score] = {}  # moves played -> White's score then
 
     def begin_headers(self) -> chess.pgn.Headers:
         return self.headers
@@ -200,6 +204,19 @@ class _MainLine(chess.pgn.BaseVisitor):
             return
         self.moves.append(move)
         self.indices.append(move_to_index(move, board.turn))
+
+    def visit_comment(self, comment: str) -> None:
+        if not self.moves or "%eval" not in comment:
+            return
+        found = chess.pgn.EVAL_REGEX.search(comment)
+        if found is None:
+            return
+        if found.group("mate"):
+            mate = int(found.group("mate"))
+            score: chess.engine.Score = chess.engine.Mate(mate) if mate else chess.engine.MateGiven
+        else:
+            score = chess.engine.Cp(round(float(found.group("cp")) * 100))
+        self.evals[len(self.moves)] = score
 
     def visit_result(self, result: str) -> None:
         self.token = result
@@ -257,9 +274,15 @@ def parse_game(raw: RawGame, file: str, min_elo: int = 0) -> GameRecord | Skippe
     if not visitor.moves:
         return skip("no moves")
     ones = np.ones(1, dtype=np.float32)
-    targets: list[PlyTarget | None] = [
-        PlyTarget(np.array([i], dtype=np.int64), ones) for i in visitor.indices
-    ]
+    targets: list[PlyTarget | None] = []
+    for ply, index in enumerate(visitor.indices):
+        # the evaluation written after the previous move is this position's, White's view
+        white = visitor.evals.get(ply)
+        value = None
+        if white is not None:
+            turn = chess.WHITE if (ply + _black_first(visitor.start_fen)) % 2 == 0 else chess.BLACK
+            value = score_to_value(chess.engine.PovScore(white, chess.WHITE).pov(turn))
+        targets.append(PlyTarget(np.array([index], dtype=np.int64), ones, expert_value=value))
     extra = {k: visitor.headers[k] for k in KEPT_HEADERS if visitor.headers.get(k, "?") != "?"}
     return GameRecord(
         start_fen=visitor.start_fen or chess.STARTING_FEN,
@@ -270,6 +293,11 @@ def parse_game(raw: RawGame, file: str, min_elo: int = 0) -> GameRecord | Skippe
         game_id=f"{file}#{raw.number}",
         extra=extra,
     )
+
+
+def _black_first(fen: str | None) -> int:
+    """1 when the game starts with Black to move, else 0."""
+    return int(fen is not None and fen.split()[1] == "b")
 
 
 def _movetext(text: str) -> str:
