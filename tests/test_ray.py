@@ -168,3 +168,16 @@ def test_pipeline_generation_step_goes_through_ray(
         report = generate(config, out, 1, net_file, "n", None, lambda d, t: seen.append(d), runner)
     assert report["games"] == 3 and report["positions"] > 0 and seen[-1] == 3
     assert ray.is_initialized()
+
+
+def test_a_worker_without_a_gpu_runs_its_net_on_the_cpu() -> None:
+    """Explicitly: whatever Ray does with CUDA_VISIBLE_DEVICES, a worker given no GPU never
+    puts its evaluator on CUDA; one given a share keeps the configured device."""
+    from frugalzero.nn.evaluator import EvaluatorConfig
+    from frugalzero.scale.actors import SelfPlayWorker
+
+    auto = EvaluatorConfig(device="auto")
+    cpu_only = SelfPlayWorker(cpus=2, gpus=0).settings(auto)
+    assert (cpu_only.device, cpu_only.backend, cpu_only.threads) == ("cpu", "process", 1)
+    shared_gpu = SelfPlayWorker(cpus=1, gpus=0.25).settings(auto)
+    assert (shared_gpu.device, shared_gpu.backend, shared_gpu.threads) == ("auto", "inline", 1)

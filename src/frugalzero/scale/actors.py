@@ -38,9 +38,10 @@ class SelfPlayWorker:
     """Self-play games with one evaluator: inline on one CPU, or an inference process beside
     the search with two or more (``threads`` for the network either way)."""
 
-    def __init__(self, cpus: int) -> None:
+    def __init__(self, cpus: int, gpus: float = 0.0) -> None:
         sys.stdout = sys.stderr
         self.cpus = cpus
+        self.gpus = gpus
         self._key: tuple | None = None
         self._evaluator: Any = None
 
@@ -51,14 +52,21 @@ class SelfPlayWorker:
         info["cuda"] = torch.cuda.is_available()
         return info
 
+    def settings(self, evaluator):
+        """The worker's evaluator settings: its CPUs as backend and threads, and the CPU as its
+        device unless Ray gave it a GPU (or a share of one), so a worker without one never
+        opens a CUDA context on a machine that has CUDA."""
+        backend = "inline" if self.cpus == 1 else "process"
+        threads = self.cpus if backend == "inline" else self.cpus - 1
+        device = evaluator.device if self.gpus > 0 else "cpu"
+        return dataclasses.replace(evaluator, backend=backend, threads=threads, device=device)
+
     def _evaluator_for(self, payload: dict[str, Any], config) -> Any:
         """The cached evaluator when net and settings are unchanged, else a new one."""
         from frugalzero.nn.evaluator import Evaluator
         from frugalzero.scale.netref import build_net
 
-        backend = "inline" if self.cpus == 1 else "process"
-        threads = self.cpus if backend == "inline" else self.cpus - 1
-        settings = dataclasses.replace(config.evaluator, backend=backend, threads=threads)
+        settings = self.settings(config.evaluator)
         key = (payload["net_id"], repr(settings))
         if key != self._key:
             self.close()

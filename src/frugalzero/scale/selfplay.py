@@ -57,7 +57,7 @@ def ray_selfplay(
         SelfPlayWorker,
         workers,
         ray,
-        args=(ray.cpus_per_worker,),
+        args=(ray.cpus_per_worker, ray.gpus_per_worker),
         num_gpus=ray.gpus_per_worker,
         name="self-play worker",
     )
