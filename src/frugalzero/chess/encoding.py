@@ -49,6 +49,11 @@ ENCODING_SPEC = {
 }
 
 
+# meta columns of the own king-side, own queen-side, opponent's king-side and queen-side
+# castling rights, by the side to move (the 4 castling planes, in this order)
+CASTLING_WHITE = [1, 2, 3, 4]
+CASTLING_BLACK = [3, 4, 1, 2]
+
 FRAME = struct.Struct("<13Q")
 FRAME_BYTES = FRAME.size  # 104
 
@@ -134,19 +139,13 @@ def encode(frames: np.ndarray, meta: np.ndarray) -> np.ndarray:
     steps[:, :, :, 12] = (reps >= 1)[:, None, :]
     steps[:, :, :, 13] = (reps >= 2)[:, None, :]
 
-    own_k = np.where(black, meta[:, 3], meta[:, 1])
-    own_q = np.where(black, meta[:, 4], meta[:, 2])
-    opp_k = np.where(black, meta[:, 1], meta[:, 3])
-    opp_q = np.where(black, meta[:, 2], meta[:, 4])
-    aux = np.stack(
+    castling = np.where(black[:, None], meta[:, CASTLING_BLACK], meta[:, CASTLING_WHITE])
+    aux = np.concatenate(
         [
-            black.astype(np.float32),
-            meta[:, 6] / ENCODING_SPEC["move_count_scale"],
-            own_k,
-            own_q,
-            opp_k,
-            opp_q,
-            meta[:, 5] / ENCODING_SPEC["no_progress_scale"],
+            black[:, None],
+            meta[:, 6:7] / ENCODING_SPEC["move_count_scale"],
+            castling,
+            meta[:, 5:6] / ENCODING_SPEC["no_progress_scale"],
         ],
         axis=1,
     ).astype(np.float32)

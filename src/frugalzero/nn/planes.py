@@ -12,6 +12,8 @@ import numpy as np
 import torch
 
 from frugalzero.chess.encoding import (
+    CASTLING_BLACK,
+    CASTLING_WHITE,
     ENCODING_SPEC,
     FRAME_WORDS,
     HISTORY,
@@ -50,19 +52,13 @@ def encode_on(frames: torch.Tensor, meta: torch.Tensor) -> torch.Tensor:
     steps[..., 12] = (reps >= 1)[:, None, None, :]
     steps[..., 13] = (reps >= 2)[:, None, None, :]
     m = meta.to(torch.float32)
-    own_k = torch.where(black, m[:, 3], m[:, 1])
-    own_q = torch.where(black, m[:, 4], m[:, 2])
-    opp_k = torch.where(black, m[:, 1], m[:, 3])
-    opp_q = torch.where(black, m[:, 2], m[:, 4])
-    aux = torch.stack(
+    castling = torch.where(black[:, None], m[:, CASTLING_BLACK], m[:, CASTLING_WHITE])
+    aux = torch.cat(
         [
-            black.to(torch.float32),
-            m[:, 6] / ENCODING_SPEC["move_count_scale"],
-            own_k,
-            own_q,
-            opp_k,
-            opp_q,
-            m[:, 5] / ENCODING_SPEC["no_progress_scale"],
+            black[:, None].to(torch.float32),
+            m[:, 6:7] / ENCODING_SPEC["move_count_scale"],
+            castling,
+            m[:, 5:6] / ENCODING_SPEC["no_progress_scale"],
         ],
         dim=1,
     )
