@@ -130,7 +130,7 @@ class NetRunner:
         if self.device.type == "cuda":  # 832 bytes a position to the device, unpacked there
             packed = frames_bytes(frames).pin_memory().to(self.device, non_blocking=True)
             x = encode_on(packed, torch.from_numpy(meta).to(self.device, non_blocking=True))
-        else:  # NumPy's unpacking is ~5x faster than torch's on a CPU (measured)
+        else:  # on a CPU NumPy builds them 2.7x faster than torch (256 positions: 0.95 vs 2.6 ms)
             x = torch.from_numpy(encode(frames, meta))
         logits, value = self.forward(x)
         with torch.inference_mode():
