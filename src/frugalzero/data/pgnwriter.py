@@ -16,6 +16,7 @@ from frugalzero.data.records import GameRecord
 from frugalzero.values import parse_score_text
 
 RESULTS = {1: "1-0", 0: "1/2-1/2", -1: "0-1"}
+"""PGN result of a record's result (White's view; 1.0 and 1 are the same key)."""
 
 
 def record_to_pgn(record: GameRecord, round_: int | str = "?", player: str = "") -> chess.pgn.Game:
@@ -37,8 +38,7 @@ def record_to_pgn(record: GameRecord, round_: int | str = "?", player: str = "")
     game.headers["Date"] = datetime.date.today().strftime("%Y.%m.%d")
     game.headers["Round"] = str(round_)
     game.headers["White"] = game.headers["Black"] = player
-    result = None if record.result is None else int(record.result)
-    game.headers["Result"] = RESULTS.get(result, "*") if result is not None else "*"
+    game.headers["Result"] = RESULTS.get(record.result, "*")  # None: unfinished
     if record.extra.get("opening"):
         game.headers["Opening"] = record.extra["opening"]
     termination = record.extra.get("end") or record.extra.get("termination")

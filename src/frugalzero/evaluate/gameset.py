@@ -9,8 +9,6 @@ from pathlib import Path
 
 from frugalzero.errors import UserError
 
-RESULT_TEXT = {1.0: "1-0", 0.0: "1/2-1/2", -1.0: "0-1"}
-
 
 def pgn_files(names: Sequence[str | Path]) -> list[Path]:
     """The PGN files named, a folder standing for the ``*.pgn`` files in it (sorted)."""
@@ -31,6 +29,7 @@ def game_set(names: Sequence[str | Path], player: str = "", plies: int = 30) -> 
     ``skipped`` (unreadable or unfinished) and, for a ``player``, its games only, counted from
     its side (``player_wins``/``opponent_wins``; ``other_games`` it did not play)."""
     from frugalzero.data.pgn import Skipped, parse_game, split_games
+    from frugalzero.data.pgnwriter import RESULTS
     from frugalzero.selfplay.stats import count_results, summary
 
     files = pgn_files(names)
@@ -51,7 +50,7 @@ def game_set(names: Sequence[str | Path], player: str = "", plies: int = 30) -> 
                     if sides[0] != player:
                         result = -result
                 games.append((record.start_fen, record.moves))
-                results.append(RESULT_TEXT[result])
+                results.append(RESULTS[result])
     if not games:
         who = f" of {player}" if player else ""
         raise UserError(f"no finished games{who} in {', '.join(map(str, names))}")
