@@ -2,12 +2,16 @@
 
 Each round measures, interleaved: a square matmul in the training precision (the peak), the
 trainer's own step on ready tensors (network, masked loss, clipping, optimiser), assembling
-batches from replayed games (what the trainer does between steps), and the two together.
+batches from replayed games (what the trainer does between steps), the two one after the other
+(``end_to_end``), and the two overlapped as the trainer runs them: the next batches built by
+its feed thread while a step computes (``fed``; ``fed_over_unfed`` is its ratio to the step on
+ready tensors, 1.0 = batch building entirely hidden).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import tempfile
 import time
 from typing import Any
@@ -32,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=0, help="0 = every core")
+    parser.add_argument(
+        "--prefetch",
+        type=int,
+        default=2,
+        help="steps the feed thread builds ahead in the fed measurement (0: none)",
+    )
 
 
 def train_flops_per_position(config) -> int:
@@ -77,6 +87,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from frugalzero.nn.model import PolicyValueNet, architecture
     from frugalzero.train.config import TrainConfig
     from frugalzero.train.data import TensorSet
+    from frugalzero.train.feed import BatchFeed, make_batch
     from frugalzero.train.trainer import Trainer
 
     batch = args.batch or TrainConfig.batch_size
@@ -124,17 +135,40 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         def assembly(seconds: float) -> float:
             count, start = 0, time.perf_counter()
             while time.perf_counter() - start < seconds:
-                trainer._to_device(replayed.batch(rng.choice(len(replayed), batch, replace=False)))
+                indices = rng.choice(len(replayed), batch, replace=False)
+                make_batch(replayed, indices, trainer.device, config.channels_last)
                 count += batch
             sync()
             return count / (time.perf_counter() - start)
 
-        rounds: dict[str, list[float]] = {"peak": [], "train": [], "assembly": [], "e2e": []}
+        def fed(seconds: float) -> float:
+            """As the trainer runs its phases: the next batches built by the feed's thread."""
+            plan = ([rng.choice(len(replayed), batch, replace=False)] for _ in itertools.count())
+            count, start = 0, 0.0
+            with BatchFeed(
+                replayed, plan, trainer.device, config.channels_last, args.prefetch
+            ) as feed:
+                for batches in feed:
+                    trainer.step_batches(batches, 1e-3, 0.0)
+                    if not start:  # the first step waited for the first batch
+                        sync()
+                        start = time.perf_counter()
+                    elif time.perf_counter() - start >= seconds:
+                        break
+                    else:
+                        count += batch
+            sync()
+            return count / (time.perf_counter() - start)
+
+        rounds: dict[str, list[float]] = {
+            k: [] for k in ("peak", "train", "assembly", "e2e", "fed")
+        }
         for _ in range(args.rounds):
             rounds["peak"].append(matmul_gflops(trainer.dtype, trainer.device, min_seconds=0.5))
             rounds["train"].append(steps(ready, args.seconds))
             rounds["assembly"].append(assembly(args.seconds / 2))
             rounds["e2e"].append(steps(replayed, args.seconds))
+            rounds["fed"].append(fed(args.seconds))
 
     flops = train_flops_per_position(net_config)
     net_gflops = [s * flops / 1e9 for s in rounds["train"]]
@@ -154,6 +188,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "fraction_of_peak": round(median([g / p for g, p in zip(net_gflops, rounds["peak"])]), 3),
         "assembly_samples_per_s": round(median(rounds["assembly"]), 1),
         "end_to_end_samples_per_s": round(median(rounds["e2e"]), 1),
+        "fed_samples_per_s": round(median(rounds["fed"]), 1),
+        "fed_over_unfed": round(median([f / t for f, t in zip(rounds["fed"], rounds["train"])]), 3),
+        "prefetch": args.prefetch,
         "train_flops_per_position": flops,
         "rounds": args.rounds,
     }

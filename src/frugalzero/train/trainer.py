@@ -50,9 +50,16 @@ from frugalzero.train import state as st
 from frugalzero.train.averaging import WeightAverage, recompute_bn
 from frugalzero.train.config import TrainConfig, lambda_at
 from frugalzero.train.data import SampleSet
+from frugalzero.train.feed import BatchFeed, auto_prefetch, make_batch
 from frugalzero.train.loss import LossSums, l2_term, loss_sums, pick_value, value_target
 from frugalzero.train.metrics import MetricsLog
-from frugalzero.train.optim import main_phase_lr, make_optimizer, set_lr
+from frugalzero.train.optim import (
+    kernels,
+    main_phase_lr,
+    make_optimizer,
+    set_lr,
+    skip_if_not_finite,
+)
 
 NET_FILE = "net.safetensors"
 AVERAGE_FILE = "average.safetensors"
@@ -61,7 +68,14 @@ PHASES = ("main", "swa", "publish", "average", "validate")
 _PHASE_SEED = {"main": 0, "swa": 1, "bn": 2}
 # fields that may differ when resuming in the middle of an iteration: they change speed or
 # bookkeeping, never the numbers
-_OPERATIONAL = {"threads", "checkpoint_minutes", "compile", "device", "keep_iteration_nets"}
+_OPERATIONAL = {
+    "threads",
+    "checkpoint_minutes",
+    "compile",
+    "device",
+    "keep_iteration_nets",
+    "prefetch",
+}
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -187,6 +201,7 @@ class Trainer:
         self.stop_requested = False
         self._model: Any = self.net
         self.compiled = False
+        self._skipped = torch.zeros((), device=self.device)  # steps skipped since the last save
         self._acc = _Accumulator(self.device, config.value_weight)  # between metric records
         self._phase_acc = _Accumulator(self.device, config.value_weight)  # the whole phase
         self._last_save = time.monotonic()
@@ -392,7 +407,7 @@ class Trainer:
 
         def planes() -> Iterator[torch.Tensor]:
             for i in range(0, limit, step):
-                yield self._to_device(train.batch(order[i : i + step])).planes
+                yield self._batch(train, order[i : i + step]).planes
 
         return recompute_bn(net, planes(), lambda n, x: self.forward(n, x))
 
@@ -402,6 +417,8 @@ class Trainer:
         """Checkpoint everything a continuation needs (atomic; see state.py)."""
         p = self.progress
         p.metrics_lines = self.metrics.lines
+        p.skipped_steps += int(self._skipped.item())  # the one sync for the skips
+        self._skipped.zero_()
         opt_json, tensors = st.optimizer_state(self.optimizer)
         rng_json, rng_tensors = st.capture_rng()
         tensors.update(rng_tensors)
@@ -444,6 +461,8 @@ class Trainer:
         self.progress = progress
         self.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
         if data["config"]["optimizer"] == self.config.optimizer:  # else: a fresh optimiser
+            for group in data["optimizer"]["param_groups"]:  # this device's kernels
+                group.update(kernels(self.device))
             st.load_optimizer_state(self.optimizer, data["optimizer"], tensors)
             fresh = make_optimizer(self.net, self.config).param_groups
             for group, new in zip(self.optimizer.param_groups, fresh):  # settings may change
@@ -493,63 +512,96 @@ class Trainer:
         """Steps ``progress.step`` .. total - 1 of ``phase``; every ``cycle`` steps (SWA) the
         weights are folded into the SWA average."""
         c, p = self.config, self.progress
-        size = len(train)
-        spe = steps_per_epoch(size, c.batch_size)
-        batch = min(c.batch_size, size)
         lam = lambda_at(c, p.iteration)
         if p.step == 0:
             self._phase_acc.reset()
-        order, order_epoch = None, -1
         self.net.train()
-        while p.step < total:
-            epoch, index = divmod(p.step, spe)
-            if epoch != order_epoch:
-                order, order_epoch = phase_order(c.seed, p.iteration, phase, epoch, size), epoch
-            indices = order[index * batch : (index + 1) * batch]
-            lr = lr_at(p.step)
-            sums, norm = self.step(train, indices, lr, lam)
-            self._acc.add(sums, norm)
-            self._phase_acc.add(sums, norm)
-            p.step += 1
-            p.global_step += 1
-            if cycle and p.step % cycle == 0:
-                self.swa_average.update(self.net)
-            if p.step % c.log_every == 0 or p.step == total:
-                record = self._acc.record()
-                record["lr"] = lr
-                if phase == "main":
-                    record["l2"] = l2_term(self.net, c.weight_decay)
-                kind = "train" if phase == "main" else "swa"
-                self.metrics.write(kind, self.number, p.global_step, record)
-                self._acc.reset()
-            if self.on_step is not None:
-                self.on_step(self, phase, p.step, total)
-            if p.step < total:
-                if self.stop_requested:
-                    self.save()
-                    self.stop_requested = False
-                    raise TrainingInterrupted(f"stopped at step {p.global_step}")
-                minutes = c.checkpoint_minutes
-                if minutes > 0 and time.monotonic() - self._last_save > 60 * minutes:
-                    self.save()
+        feed = BatchFeed(
+            train,
+            self._plan(train, phase, p.step, total),
+            self.device,
+            c.channels_last,
+            auto_prefetch(c.prefetch, self.device),
+        )
+        with feed:
+            for batches in feed:
+                self._run_step(batches, lr_at(p.step), lam, phase, total, cycle)
         result = self._phase_acc.record()
         result.pop("samples_per_s")  # only covers the steps since a resume
         result["steps"] = total
         return result
 
+    def _plan(self, train: SampleSet, phase: str, start: int, total: int):
+        """The micro-batch indices of steps ``start`` .. total - 1 of ``phase``, in order."""
+        c, p = self.config, self.progress
+        size = len(train)
+        spe = steps_per_epoch(size, c.batch_size)
+        batch = min(c.batch_size, size)
+        order, order_epoch = None, -1
+        for step in range(start, total):
+            epoch, index = divmod(step, spe)
+            if epoch != order_epoch:
+                order, order_epoch = phase_order(c.seed, p.iteration, phase, epoch, size), epoch
+            indices = order[index * batch : (index + 1) * batch]
+            yield np.array_split(indices, min(c.accumulation, len(indices)))
+
+    def _run_step(
+        self,
+        batches: list[TrainingBatch],
+        lr: float,
+        lam: float,
+        phase: str,
+        total: int,
+        cycle: int,
+    ) -> None:
+        """One step of ``_run_steps`` with its bookkeeping: metrics, SWA, stop, checkpoint."""
+        c, p = self.config, self.progress
+        sums, norm = self.step_batches(batches, lr, lam)
+        self._acc.add(sums, norm)
+        self._phase_acc.add(sums, norm)
+        p.step += 1
+        p.global_step += 1
+        if cycle and p.step % cycle == 0:
+            self.swa_average.update(self.net)
+        if p.step % c.log_every == 0 or p.step == total:
+            record = self._acc.record()
+            record["lr"] = lr
+            if phase == "main":
+                record["l2"] = l2_term(self.net, c.weight_decay)
+            kind = "train" if phase == "main" else "swa"
+            self.metrics.write(kind, self.number, p.global_step, record)
+            self._acc.reset()
+        if self.on_step is not None:
+            self.on_step(self, phase, p.step, total)
+        if p.step < total:
+            if self.stop_requested:
+                self.save()
+                self.stop_requested = False
+                raise TrainingInterrupted(f"stopped at step {p.global_step}")
+            minutes = c.checkpoint_minutes
+            if minutes > 0 and time.monotonic() - self._last_save > 60 * minutes:
+                self.save()
+
     def step(
         self, train: SampleSet, indices: np.ndarray, lr: float, lam: float
     ) -> tuple[LossSums, torch.Tensor]:
         """One optimiser step over ``indices`` (split into ``accumulation`` micro-batches)."""
+        parts = np.array_split(indices, min(self.config.accumulation, len(indices)))
+        return self.step_batches([self._batch(train, part) for part in parts], lr, lam)
+
+    def step_batches(
+        self, batches: list[TrainingBatch], lr: float, lam: float
+    ) -> tuple[LossSums, torch.Tensor]:
+        """One optimiser step over ``batches``, the micro-batches of one step."""
         c = self.config
+        size = sum(len(b) for b in batches)
         set_lr(self.optimizer, lr)
         self.optimizer.zero_grad(set_to_none=True)
         total: LossSums | None = None
-        for part in np.array_split(indices, min(c.accumulation, len(indices))):
-            batch = self._to_device(train.batch(part))
+        for batch in batches:
             policy, value = self.forward(self._model, batch.planes)
             sums = loss_sums(policy, value, batch, self.head, lam, c.value_source)
-            loss = sums.total(c.value_weight, len(indices))
+            loss = sums.total(c.value_weight, size)
             if self.scaler is not None:
                 self.scaler.scale(loss).backward()
             else:
@@ -562,10 +614,10 @@ class Trainer:
         if self.scaler is not None:
             self.scaler.step(self.optimizer)  # skips the step itself on inf/NaN gradients
             self.scaler.update()
-        elif torch.isfinite(norm):
-            self.optimizer.step()
         else:
-            self.progress.skipped_steps += 1
+            skipped = skip_if_not_finite(self.optimizer, norm)
+            if skipped is not None:
+                self._skipped = self._skipped + skipped.to(self._skipped.device)
         assert total is not None
         return total, norm
 
@@ -574,16 +626,13 @@ class Trainer:
         with autocast(self.device, self.dtype):
             return model(planes)
 
-    def _to_device(self, batch: TrainingBatch) -> TrainingBatch:
-        batch = batch.to(self.device, non_blocking=True)
-        if not self.config.channels_last:
-            batch.planes = batch.planes.contiguous()
-        return batch
+    def _batch(self, data: SampleSet, indices: np.ndarray) -> TrainingBatch:
+        return make_batch(data, indices, self.device, self.config.channels_last)
 
     def _in_order(self, data: SampleSet) -> Iterator[TrainingBatch]:
         step = self.config.batch_size
         for i in range(0, len(data), step):
-            yield self._to_device(data.batch(np.arange(i, min(i + step, len(data)))))
+            yield self._batch(data, np.arange(i, min(i + step, len(data))))
 
     def _maybe_compile(self, samples: int) -> None:
         mode = self.config.compile

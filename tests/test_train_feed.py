@@ -1,0 +1,150 @@
+"""The training feed: batches built ahead by a thread change speed, never the numbers."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import fields
+
+import numpy as np
+import pytest
+import torch
+
+from frugalzero.data.selection import select_all
+from frugalzero.data.shards import write_shard
+from frugalzero.data.synthetic import selfplay_like_games
+from frugalzero.train.data import PositionSet
+from frugalzero.train.feed import BatchFeed, auto_prefetch, expand_on, make_batch
+from frugalzero.train.optim import skip_if_not_finite
+from frugalzero.train.trainer import Trainer
+from test_train import _losses, config, tiny  # pytest puts tests/ on the path
+
+
+@pytest.fixture(scope="module")
+def positions(tmp_path_factory) -> PositionSet:
+    folder = tmp_path_factory.mktemp("feed")
+    write_shard(folder / "games.fzs", selfplay_like_games(6, seed=11))
+    return PositionSet.load(select_all([folder]))
+
+
+def _same(a, b) -> None:
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        assert x.shape == y.shape and x.dtype == y.dtype, f.name
+        assert torch.equal(torch.nan_to_num(x, nan=7.0), torch.nan_to_num(y, nan=7.0)), f.name
+
+
+def test_expanding_a_compact_batch_with_torch_gives_numpys_batch(positions):
+    indices = np.random.default_rng(0).choice(len(positions), 40, replace=False)
+    reference = positions.batch(indices)
+    _same(expand_on(positions.compact(indices), torch.device("cpu")), reference)
+    assert reference.legal.sum() > 40 and torch.isfinite(reference.z).any()
+
+
+def test_make_batch_keeps_the_memory_layout_asked_for(positions):
+    indices = np.arange(8)
+    cpu = torch.device("cpu")
+    assert make_batch(positions, indices, cpu, True).planes.is_contiguous(
+        memory_format=torch.channels_last
+    )
+    assert make_batch(positions, indices, cpu, False).planes.is_contiguous()
+
+
+def test_feed_yields_the_plans_batches_in_order_with_or_without_a_thread(positions):
+    plan = [[np.arange(i, i + 5), np.arange(i + 5, i + 9)] for i in range(0, 60, 9)]
+    cpu = torch.device("cpu")
+    with BatchFeed(positions, iter(plan), cpu, ahead=0) as direct:
+        inline = list(direct)
+    with BatchFeed(positions, iter(plan), cpu, ahead=2) as feed:
+        ahead = list(feed)
+    assert len(inline) == len(ahead) == len(plan)
+    for parts_a, parts_b, parts in zip(inline, ahead, plan):
+        assert [len(b) for b in parts_a] == [len(p) for p in parts]
+        for a, b in zip(parts_a, parts_b):
+            _same(a, b)
+
+
+def test_leaving_a_feed_early_stops_its_thread(positions):
+    endless = ([np.arange(4)] for _ in iter(int, 1))
+    before = threading.active_count()
+    with BatchFeed(positions, endless, torch.device("cpu"), ahead=2) as feed:
+        for count, _ in enumerate(feed):
+            if count == 3:
+                break
+    assert threading.active_count() == before
+
+
+def test_an_error_while_building_reaches_the_training_thread(positions):
+    def plan():
+        yield [np.arange(4)]
+        raise RuntimeError("shard vanished")
+
+    with BatchFeed(positions, plan(), torch.device("cpu"), ahead=2) as feed:
+        got = iter(feed)
+        next(got)
+        with pytest.raises(RuntimeError, match="shard vanished"):
+            next(got)
+
+
+def test_prefetching_trains_exactly_as_building_in_the_step(tmp_path, positions):
+    """Two iterations with accumulation and SWA: same losses and the same weights."""
+    runs = {}
+    for ahead in (0, 3):
+        cfg = config(prefetch=ahead, accumulation=2, epochs=2.5, log_every=1)
+        trainer = Trainer(cfg, tiny(), tmp_path / f"ahead{ahead}", tensorboard=False)
+        for _ in range(2):
+            trainer.run_iteration(positions)
+        runs[ahead] = trainer
+    assert _losses(tmp_path / "ahead0") == _losses(tmp_path / "ahead3")
+    assert len(_losses(tmp_path / "ahead0")) > 10
+    for x, y in zip(runs[0].net.state_dict().values(), runs[3].net.state_dict().values()):
+        assert torch.equal(x, y)
+
+
+def test_auto_prefetch_is_a_thread_on_cuda_only():
+    assert auto_prefetch(-1, torch.device("cpu")) == 0
+    assert auto_prefetch(-1, torch.device("cuda")) == 2
+    assert auto_prefetch(5, torch.device("cpu")) == 5
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+@pytest.mark.parametrize("fused", [False, True])
+def test_a_step_with_non_finite_gradients_is_skipped_whole(kind, fused):
+    """Fused kernels (CUDA's) skip on a device flag; the others after looking at the norm."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(4, 3)
+    kinds = {"fused": True, "foreach": None} if fused else {"foreach": True}
+    make = torch.optim.Adam if kind == "adam" else torch.optim.SGD
+    extra = {} if kind == "adam" else {"momentum": 0.9}
+    opt = make(layer.parameters(), lr=0.1, **kinds, **extra)
+    x = torch.randn(8, 4)
+
+    def step(scale: float):
+        opt.zero_grad()
+        (layer(x).sum() * scale).backward()
+        norm = torch.nn.utils.clip_grad_norm_(layer.parameters(), 10.0)
+        return skip_if_not_finite(opt, norm)
+
+    assert not step(1.0)  # a finite step is taken (None, or a 0.0 flag)
+    before = [p.detach().clone() for p in layer.parameters()]
+    state = {k: v.clone() for k, v in opt.state[layer.weight].items() if torch.is_tensor(v)}
+    assert step(float("inf")) == 1.0
+    for p, q in zip(layer.parameters(), before):
+        assert torch.equal(p, q)
+    for key, value in state.items():  # momentum, moments and Adam's step count untouched
+        assert torch.equal(opt.state[layer.weight][key], value), key
+    assert not step(1.0)
+    assert not torch.equal(layer.weight, before[0])
+
+
+def test_skipped_steps_are_counted_in_the_saved_progress(tmp_path):
+    from frugalzero.train.data import TensorSet
+    from test_train import synthetic
+
+    data = synthetic(64)
+    data.planes[:] = float("nan")  # every gradient NaN: every step skipped
+    trainer = Trainer(config(swa_cycles=0, epochs=1.0), tiny(), tmp_path, tensorboard=False)
+    before = [p.detach().clone() for p in trainer.net.parameters()]
+    trainer.train_main(TensorSet(data))
+    assert trainer.progress.skipped_steps == 2
+    for p, q in zip(trainer.net.parameters(), before):
+        assert torch.equal(p, q)
