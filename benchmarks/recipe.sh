@@ -10,7 +10,9 @@
 # at k 1, 936 at k 4, 838 at k 8 under the same load), so k 4 labels GAMES x 0.64 games and k 8
 # GAMES x 0.57; every recipe trains the same STEPS steps of batch 256, except `medium`, whose
 # steps are scaled by the two nets' training speed measured here once (bench train, kept in
-# speed.json). Recipes that differ only in training reuse the k 1 games.
+# speed.json). Recipes that differ only in training reuse the k 1 games: value lambda 0 / 0.5
+# (k1) / 1, and a WDL value head learning Stockfish's own WDL (wdl) or the one derived from
+# its score (wdl-derived).
 #
 # Resumable: every stage writes its JSON under benchmarks/results/recipe/NAME/ (RECIPE_OUT)
 # when it is done and is skipped when that JSON is there; data and nets live under runs/recipe/
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/.."
 
 GAMES=${1:-3000}
 STEPS=${2:-4000}
-ALL=(k1 k4 k8 lambda0 lambda1 medium)
+ALL=(k1 k4 k8 lambda0 lambda1 wdl wdl-derived medium)
 if [ $# -gt 2 ]; then RECIPES=("${@:3}"); else RECIPES=("${ALL[@]}"); fi
 FZ="$PWD/.venv/bin/python -m frugalzero"
 OUT=${RECIPE_OUT:-benchmarks/results/recipe}
@@ -30,13 +32,16 @@ SUITE=benchmarks/results/epd/heldout-sf12.epd
 mkdir -p "$OUT" "$WORK"
 
 # NAME -> "labels (the data folder it uses) | training flags"
-declare -A DATA=([k1]=k1 [k4]=k4 [k8]=k8 [lambda0]=k1 [lambda1]=k1 [medium]=k1)
+declare -A DATA=([k1]=k1 [k4]=k4 [k8]=k8 [lambda0]=k1 [lambda1]=k1 [wdl]=k1 [wdl-derived]=k1
+    [medium]=k1)
 declare -A TRAIN=(
     [k1]="--set value_lambda=0.5"
     [k4]="--set value_lambda=0.5"
     [k8]="--set value_lambda=0.5"
     [lambda0]="--set value_lambda=0"
     [lambda1]="--set value_lambda=1"
+    [wdl]="--value-head wdl --set value_lambda=0.5"
+    [wdl-derived]="--value-head wdl --set value_lambda=0.5 --set expert_wdl=false"
     [medium]="--set value_lambda=0.5"
 )
 declare -A ARCH=([medium]=medium)

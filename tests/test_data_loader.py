@@ -34,7 +34,8 @@ def expected_samples(games: list[GameRecord]):
                 z = z if board.turn == chess.WHITE else -z
                 values = [target.search_value, target.expert_value]
                 values = [math.nan if v is None else v for v in values]
-                yield planes, legal_mask(board), policy, z, *values
+                wdl = target.expert_wdl or (math.nan,) * 3
+                yield planes, legal_mask(board), policy, z, *values, *[x / 1000 for x in wdl]
             board.push_uci(uci)
 
 
@@ -42,6 +43,7 @@ def flatten(batches):
     fields = ("planes", "legal", "policy", "z", "search_value", "expert_value")
     for batch in batches:
         arrays = [getattr(batch, f).numpy() for f in fields]
+        arrays += list(batch.expert_wdl.numpy().T)
         yield from zip(*arrays)
 
 
@@ -56,6 +58,7 @@ def test_loader_rebuilds_exact_planes_and_targets(tmp_path):
         assert np.array_equal(g[1], w[1])
         assert np.array_equal(g[2], w[2])
         np.testing.assert_array_equal(np.array(g[3:], np.float32), np.array(w[3:], np.float32))
+    assert sum(np.isfinite(g[6]) for g in got) == 1  # the one position with Stockfish's WDL
     policy_sums = np.array([g[2].sum() for g in got])
     assert np.allclose(policy_sums, 1, atol=1e-5)
     assert all(not g[2][~g[1]].any() for g in got)  # no target off the legal moves

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frugalzero.data import codec
-from frugalzero.data.records import GameRecord, PlyTarget
+from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import (
     ShardError,
     ShardWriter,
@@ -47,6 +47,7 @@ def assert_same_games(a: list[GameRecord], b: list[GameRecord]) -> None:
             assert t.policy_probs.dtype == np.float32
             for v, w in ((s.search_value, t.search_value), (s.expert_value, t.expert_value)):
                 assert (v is None and w is None) or np.float32(v) == w
+            assert s.expert_wdl == t.expert_wdl
 
 
 def test_round_trip_is_exact(tmp_path):
@@ -55,6 +56,9 @@ def test_round_trip_is_exact(tmp_path):
     assert_same_games(games, read_shard(path))
     kinds = set(codec.concat([codec.encode_game(g) for g in games]).arrays["kinds"] & 7)
     assert kinds == {codec.NONE, codec.PLAYED, codec.COUNTS, codec.OTHER, codec.FLOATS}
+    assert [t.expert_wdl for g in games for t in g.targets if t and t.expert_wdl] == [
+        (412, 500, 88)
+    ]
     info = scan_shards([tmp_path])[0]
     assert info.games == len(games)
     assert info.positions == sum(g.positions for g in games)
@@ -113,6 +117,18 @@ def test_bad_records_are_refused():
     bad.targets[0] = PlyTarget(np.array([5000]), np.ones(1, np.float32))
     with pytest.raises(codec.RecordError, match="ply 0"):
         codec.encode_game(bad)
+    bad.targets[0] = PlyTarget(*one_hot(0), expert_value=0.1, expert_wdl=(500, 400, 99))
+    with pytest.raises(codec.RecordError, match="ply 0: expert_wdl .* does not sum to 1000"):
+        codec.encode_game(bad)
+
+
+def test_shards_from_before_wdl_labels_still_read(tmp_path):
+    """A layout without the expert_wdl column (every shard written before it) decodes."""
+    columns = codec.concat([codec.encode_game(g) for g in selfplay_like_games(2, seed=4)])
+    data, layout = codec.to_bytes(columns)
+    del layout["expert_wdl"]
+    back = codec.decode_games(codec.from_bytes(data, layout))
+    assert_same_games(selfplay_like_games(2, seed=4), back)
 
 
 @pytest.mark.parametrize("where", ["magic", "header", "payload", "digest", "truncated"])

@@ -54,6 +54,10 @@ def test_random_openings_written_as_pgn_and_shards(stockfish, tmp_path, capsys):
             if target is not None:
                 assert int(target.policy_indices[0]) == move_to_index(move, board.turn)
                 assert -1 <= target.expert_value <= 1
+                win, draw, loss = target.expert_wdl  # Stockfish's own estimate, stored
+                assert min(win, draw, loss) >= 0 and win + draw + loss == 1000
+                if abs(target.expert_value) > 0.9:  # a decided position: the WDL agrees
+                    assert (win > loss) == (target.expert_value > 0)
             board.push(move)
         game = by_moves[tuple(record.moves)]  # the PGN holds the same game
         expected = {1: "1-0", 0: "1/2-1/2", -1: "0-1", None: "*"}[record.result]

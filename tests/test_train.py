@@ -18,7 +18,9 @@ from frugalzero.train.averaging import WeightAverage, recompute_bn
 from frugalzero.train.config import TrainConfig, lambda_at
 from frugalzero.train.data import TensorSet
 from frugalzero.train.loss import (
+    loss_sums,
     masked_log_softmax,
+    pick_wdl,
     policy_cross_entropy,
     value_loss,
     value_target,
@@ -128,6 +130,30 @@ def test_value_target_blends_result_and_value():
     assert value_target(z, v, 0.0).valid.tolist() == [True, True, False, True, False]
     assert value_target(z, v, 1.0).valid.tolist() == [True, False, True, True, False]
     assert torch.allclose(value_target(z, v, 1.0).scalar[0], torch.tensor(0.5))
+
+
+def test_the_experts_own_wdl_replaces_the_one_derived_from_its_value():
+    z = torch.tensor([1.0, 0.0, NAN])
+    v = torch.tensor([0.3, 0.3, -0.2])
+    sf = torch.tensor([[0.35, 0.6, 0.05], [NAN, NAN, NAN], [0.1, 0.6, 0.3]])
+    t = value_target(z, v, 0.5, sf)
+    derived = value_target(z, v, 0.5)
+    assert torch.allclose(t.wdl[0], 0.5 * torch.tensor([1.0, 0, 0]) + 0.5 * sf[0])
+    assert torch.allclose(t.wdl[1], derived.wdl[1])  # no estimate: the widest-draw one
+    assert torch.allclose(t.wdl[2], sf[2])  # no result: the expert's alone
+    assert torch.equal(t.scalar, derived.scalar)  # the tanh head's target is unchanged
+    batch = dataclasses.replace(
+        synthetic(3), expert_value=torch.tensor([0.3, NAN, -0.2]), expert_wdl=sf
+    )
+    assert torch.isnan(pick_wdl(batch, "auto")[1]).all()
+    assert pick_wdl(batch, "search") is None
+    # the WDL head's loss uses it unless the config says expert_wdl = false
+    policy, value = torch.randn(3, 4672), torch.randn(3, 3)
+    plain = dataclasses.replace(batch, expert_wdl=None)
+    own = loss_sums(policy, value, batch, "wdl", 0.5).value
+    assert not torch.allclose(own, loss_sums(policy, value, plain, "wdl", 0.5).value)
+    off = loss_sums(policy, value, batch, "wdl", 0.5, expert_wdl=False).value
+    assert torch.equal(off, loss_sums(policy, value, plain, "wdl", 0.5).value)
 
 
 def test_value_loss_is_mse_for_tanh_and_cross_entropy_for_wdl():

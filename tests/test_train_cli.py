@@ -80,7 +80,7 @@ def test_stopped_cli_run_resumes_to_the_same_net(shards, tmp_path, capsys, monke
     assert _train(shards, straight) == 0
     expected = json.loads(capsys.readouterr().out)["net_id"]
 
-    original = Trainer.step
+    original = Trainer.step_batches
     calls = {"n": 0}
 
     def step_then_ctrl_c(self, *args, **kwargs):
@@ -90,12 +90,12 @@ def test_stopped_cli_run_resumes_to_the_same_net(shards, tmp_path, capsys, monke
             os.kill(os.getpid(), signal.SIGINT)
         return result
 
-    monkeypatch.setattr(Trainer, "step", step_then_ctrl_c)
+    monkeypatch.setattr(Trainer, "step_batches", step_then_ctrl_c)
     out = tmp_path / "stopped.safetensors"
     assert _train(shards, out) == 130
     assert "run the same command again to continue" in capsys.readouterr().err
     assert not out.exists()
-    monkeypatch.setattr(Trainer, "step", original)
+    monkeypatch.setattr(Trainer, "step_batches", original)
     assert _train(shards, out) == 0
     captured = capsys.readouterr()
     assert "resuming" in captured.err

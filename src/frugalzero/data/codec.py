@@ -7,11 +7,12 @@ game, per ply or per policy entry, so that equal kinds of bytes sit together and
   net id, game id, extra, result);
 * ``moves`` (u16 per ply: from | to << 6 | promotion << 12; no board needed to decode);
 * ``kinds`` (u8 per ply): the policy-target kind in the low 3 bits, bit 3 = has a search
-  value, bit 4 = has an expert value;
+  value, bit 4 = has an expert value, bit 5 = has the expert's win/draw/loss estimate;
 * policy entries: ``pol_n`` (u8, kinds COUNTS and FLOATS), ``pol_total`` (u16, COUNTS),
   ``pol_index`` (u16 policy index), ``pol_count`` (u16), ``pol_ulp`` (i8, COUNTS: see
   below), ``pol_prob`` (f32, FLOATS);
-* ``search_value`` and ``expert_value`` (f32, only where present).
+* ``search_value`` and ``expert_value`` (f32, only where present); ``expert_wdl`` (u16, two
+  per ply where present: win and loss per mille, the draw is the rest of 1000).
 
 Policy targets are stored exactly. A one-hot target on the played move costs nothing beyond
 its kind byte (PGN, Stockfish games). Visit distributions are stored as integer counts over a
@@ -37,7 +38,7 @@ from frugalzero.data.records import METHODS, GameRecord, PlyTarget
 
 # policy-target kinds (low 3 bits of a ply's kind byte)
 NONE, PLAYED, COUNTS, OTHER, FLOATS = 0, 1, 2, 3, 4
-HAS_SEARCH, HAS_EXPERT = 8, 16
+HAS_SEARCH, HAS_EXPERT, HAS_WDL = 8, 16, 32
 KIND_MASK = 7
 
 MAX_DENOMINATOR = 2048  # visit totals up to this are recognised exactly (see exact_counts)
@@ -47,7 +48,7 @@ MAX_PLIES = 65535
 _PROMO_CODE = {None: 0, chess.KNIGHT: 1, chess.BISHOP: 2, chess.ROOK: 3, chess.QUEEN: 4}
 _PROMO_PIECE = (None, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN)
 
-U16_COLUMNS = ("plies", "moves", "pol_total", "pol_index", "pol_count")
+U16_COLUMNS = ("plies", "moves", "pol_total", "pol_index", "pol_count", "expert_wdl")
 U8_COLUMNS = ("kinds", "pol_n")
 I8_COLUMNS = ("pol_ulp",)
 F32_COLUMNS = ("pol_prob", "search_value", "expert_value")
@@ -159,7 +160,7 @@ def encode_game(record: GameRecord) -> GameColumns:
     turn = board.turn
     moves, kinds = [], []
     pol_n, pol_total, pol_index, pol_count, pol_ulp, pol_prob = [], [], [], [], [], []
-    search, expert = [], []
+    search, expert, wdl = [], [], []
     for ply, (uci, target) in enumerate(zip(record.moves, record.targets)):
         try:
             move = chess.Move.from_uci(uci)
@@ -184,6 +185,9 @@ def encode_game(record: GameRecord) -> GameColumns:
         if target.expert_value is not None:
             kind |= HAS_EXPERT
             expert.append(_value(target.expert_value, where, ply, "expert_value"))
+        if target.expert_wdl is not None:
+            kind |= HAS_WDL
+            wdl.extend(_wdl(target.expert_wdl, where, ply))
         kinds.append(kind)
     arrays = {
         "plies": [len(moves)],
@@ -197,6 +201,7 @@ def encode_game(record: GameRecord) -> GameColumns:
         "pol_prob": pol_prob,
         "search_value": search,
         "expert_value": expert,
+        "expert_wdl": wdl,
     }
     return GameColumns(
         {k: np.asarray(v, dtype=DTYPES[k]) for k, v in arrays.items()}, [_game_header(record)]
@@ -207,6 +212,17 @@ def _value(value: float, where: str, ply: int, name: str) -> float:
     if not -1.0 <= value <= 1.0:  # also refuses NaN
         raise RecordError(f"{where}: ply {ply}: {name} {value!r} is outside [-1, 1]")
     return value
+
+
+def _wdl(wdl: tuple[int, int, int], where: str, ply: int) -> tuple[int, int]:
+    """(win, loss) per mille of a win/draw/loss triple that sums to 1000."""
+    try:
+        win, draw, loss = (int(x) for x in wdl)
+    except (TypeError, ValueError):
+        raise RecordError(f"{where}: ply {ply}: expert_wdl {wdl!r} is not three integers") from None
+    if min(win, draw, loss) < 0 or win + draw + loss != 1000:
+        raise RecordError(f"{where}: ply {ply}: expert_wdl {wdl!r} does not sum to 1000")
+    return win, loss
 
 
 def _encode_policy(
@@ -285,6 +301,9 @@ def from_bytes(data: bytes, layout: dict[str, list[int]]) -> GameColumns:
             layout = {**layout, name: [0, 0]}
             arrays[name] = np.zeros(layout["pol_count"][1] // 2, dtype=dtype)
             continue
+        if name == "expert_wdl" and name not in layout:  # ... and before this one
+            arrays[name] = np.zeros(0, dtype=dtype)
+            continue
         offset, length = layout[name]
         raw = np.frombuffer(data, dtype=np.uint8, count=length, offset=offset)
         if length % dtype.itemsize:
@@ -310,6 +329,7 @@ class Offsets:
     total: np.ndarray  # (plies + 1,) in ``pol_total``
     search: np.ndarray  # (plies + 1,) in ``search_value``
     expert: np.ndarray  # (plies + 1,) in ``expert_value``
+    wdl: np.ndarray  # (plies + 1,) in ``expert_wdl`` (two entries a ply)
 
 
 def _cumsum0(values: np.ndarray) -> np.ndarray:
@@ -335,6 +355,7 @@ def offsets(columns: GameColumns) -> Offsets:
         total=_cumsum0(kind == COUNTS),
         search=_cumsum0((kinds & HAS_SEARCH) > 0),
         expert=_cumsum0((kinds & HAS_EXPERT) > 0),
+        wdl=2 * _cumsum0((kinds & HAS_WDL) > 0),
     )
 
 
@@ -359,6 +380,7 @@ def check(columns: GameColumns) -> None:
         "pol_total": off.total[-1],
         "search_value": off.search[-1],
         "expert_value": off.expert[-1],
+        "expert_wdl": off.wdl[-1],
     }
     for name, length in expected.items():
         if len(a[name]) != length:
@@ -396,6 +418,7 @@ def decode_games(columns: GameColumns) -> list[GameRecord]:
                         probs,
                         float(a["search_value"][off.search[ply]]) if kinds & HAS_SEARCH else None,
                         float(a["expert_value"][off.expert[ply]]) if kinds & HAS_EXPERT else None,
+                        ply_wdl(a, off, ply) if kinds & HAS_WDL else None,
                     )
                 )
             turn = not turn
@@ -412,6 +435,12 @@ def decode_games(columns: GameColumns) -> list[GameRecord]:
             )
         )
     return records
+
+
+def ply_wdl(arrays: dict[str, np.ndarray], off: Offsets, ply: int) -> tuple[int, int, int]:
+    """The expert's (win, draw, loss) per mille at a ply that has one."""
+    win, loss = arrays["expert_wdl"][off.wdl[ply] : off.wdl[ply] + 2].tolist()
+    return win, 1000 - win - loss, loss
 
 
 def policy_arrays(columns: GameColumns, off: Offsets) -> tuple[np.ndarray, np.ndarray]:

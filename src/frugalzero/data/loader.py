@@ -43,19 +43,27 @@ class TrainingBatch:
     """(N,) float32 root value of the search, side to move's view (NaN where absent)."""
     expert_value: torch.Tensor
     """(N,) float32 expert evaluation, side to move's view (NaN where absent)."""
+    expert_wdl: torch.Tensor | None = None
+    """(N, 3) float32 expert win/draw/loss probabilities, side to move's view (NaN rows where
+    absent; None: no position has one)."""
 
     def __len__(self) -> int:
         return self.planes.shape[0]
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> TrainingBatch:
-        def move(t: torch.Tensor) -> torch.Tensor:
+        def move(t: torch.Tensor | None) -> torch.Tensor | None:
+            if t is None:
+                return None
             fmt = torch.channels_last if t.dim() == 4 else torch.preserve_format
             return t.to(device, non_blocking=non_blocking, memory_format=fmt)
 
         return TrainingBatch(**{f.name: move(getattr(self, f.name)) for f in fields(self)})
 
     def pin_memory(self) -> TrainingBatch:
-        return TrainingBatch(**{f.name: getattr(self, f.name).pin_memory() for f in fields(self)})
+        def pin(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.pin_memory()
+
+        return TrainingBatch(**{f.name: pin(getattr(self, f.name)) for f in fields(self)})
 
 
 @dataclass
@@ -71,7 +79,7 @@ class CompactBatch:
     policy_index: np.ndarray  # concatenated policy indices (int16)
     policy_prob: np.ndarray  # their probabilities (float32)
     policy_len: np.ndarray  # (N,) int32
-    values: np.ndarray  # (N, 3) float32: z, search value, expert value
+    values: np.ndarray  # (N, 6) float32: z, search value, expert value, expert W, D, L
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -92,6 +100,7 @@ class CompactBatch:
             z=torch.from_numpy(values[:, 0].copy()),
             search_value=torch.from_numpy(values[:, 1].copy()),
             expert_value=torch.from_numpy(values[:, 2].copy()),
+            expert_wdl=torch.from_numpy(values[:, 3:6].copy()),
         )
 
 
@@ -107,7 +116,10 @@ def pack(samples: list[Sample]) -> CompactBatch:
         ),
         policy_prob=np.concatenate([s.policy_probs for s in samples]).astype(np.float32),
         policy_len=np.array([len(s.policy_indices) for s in samples], dtype=np.int32),
-        values=np.array([(s.z, s.search_value, s.expert_value) for s in samples], dtype=np.float32),
+        values=np.array(
+            [(s.z, s.search_value, s.expert_value, *s.expert_wdl) for s in samples],
+            dtype=np.float32,
+        ),
     )
 
 

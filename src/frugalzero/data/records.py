@@ -30,6 +30,10 @@ class PlyTarget:
     """Root value of the search, side to move's view, in [-1, 1] (self-play)."""
     expert_value: float | None = None
     """Expert evaluation as a value, side to move's view, in [-1, 1] (Stockfish labels)."""
+    expert_wdl: tuple[int, int, int] | None = None
+    """The expert's own win/draw/loss estimate in per mille, side to move's view, summing to
+    1000 (Stockfish's UCI_ShowWDL); a WDL value head learns it in place of one derived from
+    ``expert_value``."""
 
 
 @dataclass

@@ -37,6 +37,7 @@ class Sample:
     z: float
     search_value: float
     expert_value: float
+    expert_wdl: tuple[float, float, float]  # win/draw/loss probabilities, NaN where absent
 
 
 class LegalCache:
@@ -65,6 +66,7 @@ class LegalCache:
 
 
 _START = chess.Board()
+NO_WDL = (NAN, NAN, NAN)
 
 
 def replay_game(
@@ -110,7 +112,10 @@ def replay_game(
             z = NAN if result is None else (result if turn == chess.WHITE else -result)
             sv = float(a["search_value"][off.search[ply]]) if kinds_i & codec.HAS_SEARCH else NAN
             ev = float(a["expert_value"][off.expert[ply]]) if kinds_i & codec.HAS_EXPERT else NAN
-            pending.append((i, board_meta(board), legal, indices, probs, z, sv, ev))
+            wdl = NO_WDL
+            if kinds_i & codec.HAS_WDL:
+                wdl = tuple(x / 1000.0 for x in codec.ply_wdl(a, off, ply))
+            pending.append((i, board_meta(board), legal, indices, probs, z, sv, ev, wdl))
         history.push(move)
         frames.append(history.frames(1)[0])
     if not pending:
@@ -118,8 +123,8 @@ def replay_game(
     padded = np.zeros((HISTORY - 1 + len(frames), FRAME_WORDS), dtype=np.uint64)
     padded[HISTORY - 1 :] = np.frombuffer(b"".join(frames), dtype="<u8").reshape(-1, FRAME_WORDS)
     return [
-        Sample(padded, i + HISTORY - 1, meta, legal, idx, probs, float(z), sv, ev)
-        for i, meta, legal, idx, probs, z, sv, ev in pending
+        Sample(padded, i + HISTORY - 1, meta, legal, idx, probs, float(z), sv, ev, wdl)
+        for i, meta, legal, idx, probs, z, sv, ev, wdl in pending
     ]
 
 

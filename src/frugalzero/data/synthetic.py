@@ -76,14 +76,14 @@ def selfplay_like_games(count: int, seed: int = 0, simulations: int = 64) -> lis
 
 def every_kind_games() -> list[GameRecord]:
     """Every kind of target: visit counts, one-hot on the played move and on another move,
-    raw probabilities, history-only plies, expert values, a FEN start, no result."""
+    raw probabilities, history-only plies, expert values and WDL, a FEN start, no result."""
     games = selfplay_like_games(3, seed=5)
     fen = "r3k2r/8/8/8/8/8/8/R3K2R b KQkq - 3 40"
     e1c1 = move_to_index(chess.Move.from_uci("e1c1"), chess.WHITE)
     a8b8 = move_to_index(chess.Move.from_uci("a8b8"), chess.BLACK)
     targets = [
         None,
-        PlyTarget(*one_hot(e1c1), expert_value=0.25),
+        PlyTarget(*one_hot(e1c1), expert_value=0.25, expert_wdl=(412, 500, 88)),
         PlyTarget(np.array([a8b8, 5]), np.array([0.2137, 0.7863], np.float32), -0.5, 1 / 3),
     ]
     twice = (np.array([3, 4, 4, 60]) / 71).astype(np.float32)  # counts normalised twice

@@ -56,6 +56,9 @@ class EngineConfig:
     policy_temperature: float = 50.0
     """Centipawns that divide the candidates' scores in that softmax: a move this much worse
     than the best gets 1/e of its weight (not yet tuned)."""
+    wdl: bool = True
+    """Ask the engine for its own win/draw/loss estimate (UCI_ShowWDL, where it has the
+    option) and store it with each label: a WDL value head learns it."""
 
     def __post_init__(self) -> None:
         names = ("nodes", "depth", "movetime_ms", "hash_mb", "threads", "retries", "multipv")
@@ -106,6 +109,17 @@ class Answer(NamedTuple):
     score: chess.engine.PovScore | None
     lines: list[tuple[chess.Move, chess.engine.PovScore]]
     """(first move, score) of each MultiPV line, best first; [] with ``multipv`` 1."""
+    wdl: tuple[int, int, int] | None = None
+    """The engine's win/draw/loss per mille for the side to move (UCI_ShowWDL), if given."""
+
+
+def _wdl(info: chess.engine.InfoDict) -> tuple[int, int, int] | None:
+    """The side to move's win/draw/loss per mille from an info line, if it has one."""
+    wdl = info.get("wdl")
+    if wdl is None:
+        return None
+    own = wdl.relative
+    return own.wins, own.draws, own.losses
 
 
 def resolve_command(command: str) -> str:
@@ -175,6 +189,8 @@ class EngineSession:
             self._transport, self._protocol = await asyncio.wait_for(
                 chess.engine.popen_uci(self.command, setpgrp=True), self.config.timeout_s
             )
+            if self.config.wdl and "UCI_ShowWDL" in self._protocol.options:
+                options["UCI_ShowWDL"] = True
             await asyncio.wait_for(self._protocol.configure(options), self.config.timeout_s)
         except (OSError, chess.engine.EngineError, TimeoutError) as exc:
             await self.kill()
@@ -254,11 +270,12 @@ class EngineSession:
             result = await self._protocol.play(board, self.limit, info=chess.engine.INFO_SCORE)
             if result.move is None:
                 return None
-            return Answer(result.move, result.info.get("score"), [])
+            return Answer(result.move, result.info.get("score"), [], _wdl(result.info))
         infos = await self._protocol.analyse(
             board, self.limit, multipv=k, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV
         )
         lines = [(i["pv"][0], i["score"]) for i in infos if i.get("pv") and "score" in i]
         if not lines:
             return None
-        return Answer(lines[0][0], lines[0][1], lines)
+        best = next(i for i in infos if i.get("pv") and "score" in i)
+        return Answer(lines[0][0], lines[0][1], lines, _wdl(best))

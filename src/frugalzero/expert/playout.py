@@ -99,7 +99,8 @@ def soft_target(
 
 async def analyse(session: EngineSession, task: AnalyseTask) -> Label:
     board = replay(task.fen, task.moves)
-    move, score, _ = await session.play(board)
+    answer = await session.play(board)
+    move, score = answer.move, answer.score
     if score is None:
         return Label(move.uci(), "", None)
     relative = score.relative
@@ -121,12 +122,13 @@ async def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
         if game_result(board) is not None:
             break
         try:
-            move, score, lines = await session.play(board)
+            answer = await session.play(board)
         except EngineUnavailable:
             raise  # the worker gives up its slot; the pool decides what happens next
         except EngineFailed as exc:
             extra["end"] = f"engine failed: {exc}"
             break
+        move, score, lines = answer.move, answer.score, answer.lines
         if len(lines) > 1:
             indices, probs = soft_target(board, lines, session.config.policy_temperature)
         else:
@@ -137,7 +139,8 @@ async def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
             scores.append(score_text(score.relative))
         else:
             scores.append("?")
-        targets.append(PlyTarget(indices, probs, expert_value=value))
+        wdl = answer.wdl if value is not None and sum(answer.wdl or ()) == 1000 else None
+        targets.append(PlyTarget(indices, probs, expert_value=value, expert_wdl=wdl))
         moves.append(move.uci())
         board = push_trimmed(board, move)
     result = game_result(board)

@@ -57,6 +57,9 @@ class TrainConfig:
     value_source: Literal["auto", "expert", "search"] = "auto"
     """Which value v blends with z: 'auto' takes the expert's where present, else the
     search's; a position without v learns from z alone."""
+    expert_wdl: bool = True
+    """A WDL head learns the expert's own win/draw/loss estimate where a label carries one
+    (Stockfish's); false: the distribution derived from the expert's value, as for any v."""
     swa_cycles: int = 25
     """SWA after the main phase: this many one-epoch cycles at a constant rate, the weights
     averaged at the end of each; 0 turns SWA off."""

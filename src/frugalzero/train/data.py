@@ -131,6 +131,7 @@ class TensorSet:
             z=d.z[index],
             search_value=d.search_value[index],
             expert_value=d.expert_value[index],
+            expert_wdl=None if d.expert_wdl is None else d.expert_wdl[index],
         )
 
 

@@ -61,6 +61,7 @@ def expand_on(batch: CompactBatch, device: torch.device) -> TrainingBatch:
         z=values[:, 0].contiguous(),
         search_value=values[:, 1].contiguous(),
         expert_value=values[:, 2].contiguous(),
+        expert_wdl=values[:, 3:6].contiguous(),
     )
 
 

@@ -9,7 +9,9 @@ Value: squared error for the tanh head, cross-entropy for the WDL head, against
 lambda * v + (1 - lambda) * z (v the expert's or the search's value, z the game result). For
 the WDL head the *distributions* are blended: a value v becomes W = max(v, 0),
 L = max(-v, 0), D = 1 - |v| (the widest-draw distribution with expectation v), so z = +-1, 0
-is one-hot and the blend's expectation is still lambda * v + (1 - lambda) * z.
+is one-hot and the blend's expectation is still lambda * v + (1 - lambda) * z. Where the expert
+gave its own win/draw/loss estimate (Stockfish's WDL model) and v is the expert's, the WDL
+head learns that distribution in place of the widest-draw one.
 
 The L2 term is not here: it is the optimiser's weight decay on the same weights (identical
 gradient, and no extra pass over the parameters every step); ``l2_term`` reports its value.
@@ -94,12 +96,29 @@ class ValueTarget:
     """(N,) bool: the position has a value target."""
 
 
-def value_target(z: torch.Tensor, v: torch.Tensor, lam: float) -> ValueTarget:
+def pick_wdl(batch, source: str) -> torch.Tensor | None:
+    """The expert's WDL rows where v is the expert's value (NaN rows elsewhere), or None."""
+    wdl = getattr(batch, "expert_wdl", None)
+    if wdl is None or source == "search":
+        return None
+    if source == "expert":
+        return wdl
+    return torch.where(torch.isfinite(batch.expert_value)[:, None], wdl, torch.nan)
+
+
+def value_target(
+    z: torch.Tensor, v: torch.Tensor, lam: float, v_wdl: torch.Tensor | None = None
+) -> ValueTarget:
+    """The blended target; ``v_wdl`` (N, 3), where a row is finite, is v's distribution."""
     z, v = z.float(), v.float()
     wz, wv, valid = blend_weights(z, v, lam)
     z0, v0 = torch.nan_to_num(z), torch.nan_to_num(v)
     scalar = wz * z0 + wv * v0
-    wdl = wz[:, None] * wdl_targets(z0) + wv[:, None] * wdl_targets(v0)
+    v_dist = wdl_targets(v0)
+    if v_wdl is not None:
+        known = torch.isfinite(v_wdl).all(dim=1, keepdim=True)
+        v_dist = torch.where(known, torch.nan_to_num(v_wdl.float()), v_dist)
+    wdl = wz[:, None] * wdl_targets(z0) + wv[:, None] * v_dist
     return ValueTarget(scalar, wdl, valid)
 
 
@@ -140,11 +159,13 @@ def loss_sums(
     head: str,
     lam: float,
     source: str = "auto",
+    expert_wdl: bool = True,
 ) -> LossSums:
     """Policy and value loss sums of one batch (a ``TrainingBatch``-shaped object)."""
     policy = policy_cross_entropy(policy_logits, batch.legal, batch.policy)
     v = pick_value(batch.search_value, batch.expert_value, source)
-    target = value_target(batch.z, v, lam)
+    v_wdl = pick_wdl(batch, source) if head == "wdl" and expert_wdl else None
+    target = value_target(batch.z, v, lam, v_wdl)
     value = value_loss(value_out, target, head)
     with torch.no_grad():
         top1 = top1_agreement(policy_logits, batch.legal, batch.policy).sum()

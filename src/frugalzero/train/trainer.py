@@ -375,7 +375,15 @@ class Trainer:
                 lam = 1.0  # no game results: validate against the values instead
             with torch.no_grad():
                 policy, value = self.forward(net, batch.planes)
-                sums = loss_sums(policy, value, batch, self.head, lam, self.config.value_source)
+                sums = loss_sums(
+                    policy,
+                    value,
+                    batch,
+                    self.head,
+                    lam,
+                    self.config.value_source,
+                    self.config.expert_wdl,
+                )
                 v = pick_value(batch.search_value, batch.expert_value, self.config.value_source)
                 target = value_target(batch.z, v, lam)
                 expected = value_from_output(value, self.head)
@@ -600,7 +608,7 @@ class Trainer:
         total: LossSums | None = None
         for batch in batches:
             policy, value = self.forward(self._model, batch.planes)
-            sums = loss_sums(policy, value, batch, self.head, lam, c.value_source)
+            sums = loss_sums(policy, value, batch, self.head, lam, c.value_source, c.expert_wdl)
             loss = sums.total(c.value_weight, size)
             if self.scaler is not None:
                 self.scaler.scale(loss).backward()
