@@ -8,7 +8,8 @@
 #
 # The opponent is chosen once and kept in benchmarks/results/contempt/odds/opponent.txt: the
 # first of CANDIDATES (weakest first, ladder rungs) against which PUCT at the middle node count,
-# giving queen odds, scores at most 40% over 10 games. Resumable: one PGN per pairing, its
+# giving queen odds, scores at most 40% over 10 games (the strongest if none does; each probe
+# is printed). Resumable: one PGN per pairing, its
 # finished games counted, the missing ones played with the count as seed. Recount with
 #   frugalzero games benchmarks/results/contempt/odds/queen-hybrid-200.pgn --player 'NET' --json
 set -euo pipefail
@@ -50,6 +51,10 @@ if [ ! -s "$OUT/opponent.txt" ]; then
             break
         fi
     done
+    if [ ! -s "$OUT/opponent.txt" ]; then  # the net beats them all at these odds: the strongest
+        echo "no candidate held PUCT to 40%; taking the strongest"
+        echo "${CANDIDATES[-1]}" > "$OUT/opponent.txt"
+    fi
 fi
 opponent=$(cat "$OUT/opponent.txt")
 echo "opponent: $opponent"
