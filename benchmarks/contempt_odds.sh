@@ -45,7 +45,8 @@ if [ ! -s "$OUT/opponent.txt" ]; then
     for candidate in "${CANDIDATES[@]}"; do
         score=$("$PY" -m frugalzero match "net:default?nodes=$middle" "$candidate" --games 10 \
             --odds queen --odds-giver first --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["score"])')
-        echo "probe: PUCT at $middle nodes, queen odds, against $candidate: $score"
+        echo "probe: PUCT at $middle nodes, queen odds, against $candidate: $score" \
+            | tee -a "$OUT/probes.txt"
         if "$PY" -c "import sys; sys.exit(0 if $score <= 0.4 else 1)"; then
             echo "$candidate" > "$OUT/opponent.txt"
             break
