@@ -22,6 +22,10 @@ PY="$PWD/.venv/bin/python"
 OUT=benchmarks/results/contempt/odds
 CANDIDATES=("fairy?nodes=10000&skill=-5" "fairy?nodes=10000&skill=-4" "fairy?nodes=10000&skill=-3"
     "fairy?nodes=10000&skill=-1" "fairy?nodes=10000&skill=0" "stockfish?elo=1350&nodes=20000")
+# odds games are played out: the side giving odds starts about -900 cp down, so resignation
+# adjudication (1000 cp for 5 moves, both sides agreeing) would end the very games in which a
+# search could still swindle, which is what the hybrid is for
+PLAY_OUT="--adjudication.resign-score 0"
 mkdir -p "$OUT"
 
 played() {  # finished games in a PGN file
@@ -44,7 +48,7 @@ middle=${NODES[$(( ${#NODES[@]} / 2 ))]}
 if [ ! -s "$OUT/opponent.txt" ]; then
     for candidate in "${CANDIDATES[@]}"; do
         score=$("$PY" -m frugalzero match "net:default?nodes=$middle" "$candidate" --games 10 \
-            --odds queen --odds-giver first --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["score"])')
+            --odds queen --odds-giver first $PLAY_OUT --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["score"])')
         echo "probe: PUCT at $middle nodes, queen odds, against $candidate: $score" \
             | tee -a "$OUT/probes.txt"
         if "$PY" -c "import sys; sys.exit(0 if $score <= 0.4 else 1)"; then
@@ -62,10 +66,12 @@ echo "opponent: $opponent"
 
 for odds in queen knight; do
     for nodes in "${NODES[@]}"; do
+        # shellcheck disable=SC2086
         match "$OUT/$odds-puct-$nodes.pgn" "$GAMES" "net:default?nodes=$nodes" "$opponent" \
-            --odds "$odds" --odds-giver first
+            --odds "$odds" --odds-giver first $PLAY_OUT
+        # shellcheck disable=SC2086
         match "$OUT/$odds-hybrid-$nodes.pgn" "$GAMES" "net:default?nodes=$nodes&nscl=$NSCL" \
-            "$opponent" --odds "$odds" --odds-giver first
+            "$opponent" --odds "$odds" --odds-giver first $PLAY_OUT
     done
 done
 
