@@ -124,24 +124,22 @@ class BatchFeed:
     def _produce(self) -> None:
         try:
             for parts in self._plan:
-                batches = [self._make(p) for p in parts]
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put(batches, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if self._stop.is_set():
+                if not self._put([self._make(p) for p in parts]):
                     return
             item: object = _DONE
         except BaseException as exc:  # handed to the consumer, raised in its thread
             item = exc
+        self._put(item)
+
+    def _put(self, item: object) -> bool:
+        """Queue ``item`` as soon as there is room; False if the feed was closed first."""
         while not self._stop.is_set():
             try:
                 self._queue.put(item, timeout=0.1)
-                return
+                return True
             except queue.Full:
                 continue
+        return False
 
     def close(self) -> None:
         self._stop.set()
