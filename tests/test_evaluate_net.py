@@ -60,10 +60,29 @@ def test_concurrent_games_share_the_nets_batches(net_file):
     assert result.summary()["net_batching"] == result.batching
 
 
+def test_seats_searched_in_worker_processes_play_the_same_games(net_file):
+    """Two worker processes on one inference process: the same searches, so the same games
+    as one process (fp32, deterministic search), and batches still shared."""
+    common = f"net:{net_file}?nodes=16&compile=off&precision=fp32&device=cpu"
+    cfg = MatchConfig(games=4, concurrency=4, adjudication=SHORT)
+    one = play_match(common, "random?seed=3", cfg)
+    two = play_match(f"{common}&workers=2", "random?seed=3", cfg)
+    assert two.tally.games == 4 and not any(o.failed for o in two.outcomes)
+    assert [o.moves for o in two.outcomes] == [o.moves for o in one.outcomes]
+    stats = two.batching[two.engine_a]
+    assert stats["workers"] == 2 and stats["leaves"] == one.batching[one.engine_a]["leaves"]
+
+
 def test_net_spec_keys_go_to_search_or_evaluator():
-    search, evaluator = net_configs(parse_spec("net:default?nodes=50&c_init=2.0&backend=inline"), 2)
+    spec = parse_spec("net:default?nodes=50&c_init=2.0&backend=inline&device=cpu")
+    search, evaluator, workers = net_configs(spec, 2)
     assert search.simulations == 50 and search.c_init == 2.0 and not search.root_noise
     assert search.temperature == 0.0 and evaluator.backend == "inline"
+    assert workers == 1  # on a CPU one process searches for every seat
+    assert net_configs(parse_spec("net:default?nodes=50&workers=3"), 2)[2] == 2  # <= seats
+    assert net_configs(parse_spec("net:default?nodes=1&workers=3"), 4)[2] == 1  # raw policy
+    with pytest.raises(UserError, match="workers must be"):
+        net_configs(parse_spec("net:default?workers=-1"), 1)
     with pytest.raises(UserError, match="unknown key 'cinit'"):
         net_configs(parse_spec("net:default?cinit=2"), 1)
     with pytest.raises(UserError, match="c_init"):

@@ -359,15 +359,11 @@ async def run_match(
         with contextlib.suppress(Exception):
             await asyncio.gather(*(p.close() for p in everyone), return_exceptions=True)
         for name, engine in shared.items():
-            driver = getattr(engine, "driver", None)
-            if driver is not None and driver.batches:
-                batching[name] = {
-                    "batches": driver.batches,
-                    "leaves": driver.leaves,
-                    "mean_batch": round(driver.leaves / driver.batches, 2),
-                }
             with contextlib.suppress(Exception):
-                engine.close()
+                engine.close()  # a worker process reports its batching as it stops
+            stats = engine.batching()
+            if stats is not None:
+                batching[name] = stats
     outcomes.sort(key=lambda o: o.index)
     return MatchResult(
         spec_a.name,
