@@ -149,3 +149,16 @@ def test_cuda_feed_expands_compact_batches_on_the_device_as_numpy_does(tmp_path:
     trainer = Trainer(_config(prefetch=2), _net().train(), tmp_path / "run", tensorboard=False)
     trainer.run_iteration(data)
     assert trainer.progress.iteration == 1
+
+
+def test_cuda_match_seats_in_two_workers_on_one_server(tmp_path: Path):
+    from frugalzero.evaluate.adjudicate import AdjudicationConfig
+    from frugalzero.evaluate.match import MatchConfig, play_match
+    from frugalzero.nn.checkpoint import save_net
+
+    save_net(_net(), tmp_path / "tiny.safetensors")
+    spec = f"net:{tmp_path / 'tiny.safetensors'}?nodes=16&workers=2&device=cuda&compile=off"
+    config = MatchConfig(games=2, concurrency=2, adjudication=AdjudicationConfig(max_plies=30))
+    result = play_match(spec, "random?seed=1", config)
+    assert result.tally.games == 2 and not any(o.failed for o in result.outcomes)
+    assert result.batching[result.engine_a]["workers"] == 2
