@@ -131,6 +131,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "groups": args.groups,
         "sims_per_move": args.sims,
         "method": config.method,
+        "device": _device(evaluator_config),
         "precision": evaluator.precision,
         "compiled": evaluator.compiled,
         "backend": evaluator.backend,
@@ -257,6 +258,12 @@ class _Layout:
         return stats
 
 
+def _device(evaluator_config) -> str:
+    from frugalzero.runtime.device import resolve_device
+
+    return str(resolve_device(evaluator_config.device, "evaluator"))
+
+
 def run_workers(args: argparse.Namespace) -> dict[str, Any]:
     from frugalzero.bench.timing import median, rate
     from frugalzero.nn.evaluator import Evaluator
@@ -287,6 +294,7 @@ def run_workers(args: argparse.Namespace) -> dict[str, Any]:
         "batch": batch,
         "sims_per_move": args.sims,
         "method": config.method,
+        "device": _device(evaluator_config),
         "evaluator_positions_per_s": round(evaluator_rate, 1),
         "rounds": args.rounds,
         "seconds_per_round": args.seconds,
