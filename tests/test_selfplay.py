@@ -289,7 +289,10 @@ def _bench_selfplay(*extra: str) -> dict:
     parser = argparse.ArgumentParser()
     bench.add_arguments(parser)
     args = ["--arch", "tiny", "--games", "8", "--sims", "8", "--rounds", "1", "--seconds", "0.5"]
-    return bench.run(parser.parse_args([*args, "--compile", "off", "--precision", "fp32", *extra]))
+    args += ["--device", "cpu", "--compile", "off", "--precision", "fp32"]
+    result = bench.run(parser.parse_args([*args, *extra]))
+    assert result["device"] == "cpu"
+    return result
 
 
 def test_bench_selfplay_reports_the_ratio() -> None:
