@@ -92,6 +92,15 @@ match "$OUT/hybrid5-vs-puct-400.pgn" "$GAMES" "net:default?nodes=400&nscl=5&$SAM
 
 odds_tables knight
 
+# how much N_scl matters here: the hybrid at queen odds and the middle node count, at N_scl
+# 10 and 100 beside the tables' NSCL
+for nscl in 10 100; do
+    # shellcheck disable=SC2086
+    match "$OUT/tune-queen-nscl$nscl-$middle.pgn" "$GAMES" \
+        "net:default?nodes=$middle&nscl=$nscl&$WIDE" "$opponent" \
+        --odds queen --odds-giver first $PLAY_OUT $SEATS
+done
+
 for pgn in "$OUT"/*.pgn; do  # the tallies: frugalzero games PGN --player NAME
     echo "$(basename "$pgn" .pgn): $(played "$pgn") games"
 done

@@ -130,6 +130,29 @@ def odds_table() -> list[str]:
     return lines
 
 
+def nscl_table() -> list[str]:
+    """The hybrid at queen odds and the middle node count, by N_scl (the tables use 28)."""
+    folder = RESULTS / "odds"
+    middle = ODDS_NODES[len(ODDS_NODES) // 2]
+    files = {10: folder / f"tune-queen-nscl10-{middle}.pgn"}
+    files[28] = folder / f"queen-hybrid-{middle}.pgn"
+    files[100] = folder / f"tune-queen-nscl100-{middle}.pgn"
+    lines = [
+        f"| N_scl (queen odds, {middle} nodes) | " + " | ".join(str(n) for n in files) + " |",
+        "| --- |" + " --- |" * len(files),
+    ]
+    cells = []
+    for pgn in files.values():
+        if not pgn.is_file():
+            cells.append("—")
+            continue
+        c = game_set([pgn], player=_net_player(pgn), plies=2)
+        win, lo, hi = c["player_pct_ci95"]
+        cells.append(f"{win:.0f} [{lo:.0f}, {hi:.0f}] ({c['games']})")
+    lines.append("| hybrid win % (95%) | " + " | ".join(cells) + " |")
+    return lines
+
+
 def match_table() -> list[str]:
     pgn = RESULTS / "odds" / "hybrid5-vs-puct-400.pgn"
     lines = [
@@ -213,6 +236,8 @@ def tables() -> tuple[str, dict[str, dict | None]]:
         "### Odds chess",
         "",
         *odds_table(),
+        "",
+        *nscl_table(),
         "",
         "### Hybrid against PUCT",
         "",
