@@ -255,7 +255,7 @@ class _WorkerPool:
         self.server = InferenceServer(net, evaluator, threads, clients=workers)
         ctx = mp.get_context("spawn")
         self._ids = itertools.count()
-        self._pending: dict[int, Callable] = {}
+        self._pending: list[dict[int, Callable]] = [{} for _ in range(workers)]
         self._conns, self._procs, self._readers = [], [], []
         self.batches = self.leaves = 0
         for i, client in enumerate(self.server.clients):
@@ -268,34 +268,36 @@ class _WorkerPool:
             )
             proc.start()
             theirs.close()
-            reader = threading.Thread(target=self._read, args=(ours,), daemon=True)
+            reader = threading.Thread(target=self._read, args=(ours, i), daemon=True)
             reader.start()
             self._conns.append(ours)
             self._procs.append(proc)
             self._readers.append(reader)
 
     def request(self, seat: int, game: int, board: chess.Board, respond) -> None:
-        ident = next(self._ids)
-        self._pending[ident] = respond
+        ident, worker = next(self._ids), seat % len(self._conns)
+        self._pending[worker][ident] = respond
         root = board.root()
         moves = [m.uci() for m in board.move_stack]
-        self._conns[seat % len(self._conns)].send((ident, seat, game, root.fen(), moves))
+        self._conns[worker].send((ident, seat, game, root.fen(), moves))
 
-    def _read(self, conn) -> None:
+    def _read(self, conn, worker: int) -> None:
+        pending = self._pending[worker]
         while True:
             try:
                 message = conn.recv()
-            except (EOFError, OSError):
-                failure = RuntimeError("a net worker process died")
-                for respond in list(self._pending.values()):
+            except (EOFError, OSError):  # its games fail (and are lost); the others go on
+                failure = RuntimeError(f"net worker {worker} died")
+                for respond in list(pending.values()):
                     respond(failure)
+                pending.clear()
                 return
             if message[0] == "stats":
                 self.batches += message[1]
                 self.leaves += message[2]
                 return
             ident, answer = message
-            respond = self._pending.pop(ident)
+            respond = pending.pop(ident)
             respond(RuntimeError(answer) if isinstance(answer, str) else answer)
 
     def close(self) -> None:
