@@ -244,8 +244,9 @@ class NetEngine:
 
 class _WorkerPool:
     """The seats' searches in worker processes on one shared inference process. Seat i lives
-    in worker i mod N; a request goes down that worker's pipe as the game's start and moves,
-    and a reader thread per worker hands each answer to its caller."""
+    in worker i mod N; a request goes down that worker's pipe with the board (pickled with
+    its move stack, which tree reuse follows), and a reader thread per worker hands each
+    answer to its caller."""
 
     def __init__(self, net, search: SearchConfig, evaluator, workers: int) -> None:
         from frugalzero.nn.server import InferenceServer
@@ -277,9 +278,7 @@ class _WorkerPool:
     def request(self, seat: int, game: int, board: chess.Board, respond) -> None:
         ident, worker = next(self._ids), seat % len(self._conns)
         self._pending[worker][ident] = respond
-        root = board.root()
-        moves = [m.uci() for m in board.move_stack]
-        self._conns[worker].send((ident, seat, game, root.fen(), moves))
+        self._conns[worker].send((ident, seat, game, board))
 
     def _read(self, conn, worker: int) -> None:
         pending = self._pending[worker]
@@ -337,13 +336,10 @@ def _worker(client, search: SearchConfig, evaluator_config, conn) -> None:
             if message is None:
                 requests.put(None)
                 return
-            ident, seat, game, fen, moves = message
+            ident, seat, game, board = message
             known = seats.get(seat)
             if known is None or known[0] != game:  # the seat's next game: a fresh tree
                 known = seats[seat] = (game, SeatTree(search))
-            board = chess.Board(fen)
-            for move in moves:
-                board.push_uci(move)
             requests.put(_Request(known[1], board, respond(ident)))
 
     with Evaluator.connect(client, evaluator_config) as evaluator:

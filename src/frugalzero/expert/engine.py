@@ -274,8 +274,8 @@ class EngineSession:
         infos = await self._protocol.analyse(
             board, self.limit, multipv=k, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV
         )
-        lines = [(i["pv"][0], i["score"]) for i in infos if i.get("pv") and "score" in i]
-        if not lines:
+        scored = [i for i in infos if i.get("pv") and "score" in i]
+        if not scored:
             return None
-        best = next(i for i in infos if i.get("pv") and "score" in i)
-        return Answer(lines[0][0], lines[0][1], lines, _wdl(best))
+        lines = [(i["pv"][0], i["score"]) for i in scored]
+        return Answer(lines[0][0], lines[0][1], lines, _wdl(scored[0]))
