@@ -33,6 +33,7 @@ from frugalzero.search.puct import (
     puct_scores,
     temperature_for_ply,
 )
+from frugalzero.search.tree import TERMINAL
 
 
 def quiet(**overrides) -> SearchConfig:
@@ -255,6 +256,60 @@ def test_tree_reuse_keeps_the_subtree() -> None:
     search(fresh, HashEvaluator(), 50)
     fresh.advance(move)
     assert fresh.result().nodes == 0 and fresh.result().moves == []
+
+
+def test_a_discarded_subtree_is_freed_without_the_cycle_collector() -> None:
+    """Nodes link only downwards: advancing drops every other branch at once."""
+    import gc
+    import weakref
+
+    tree = SearchTree(chess.Board(), quiet(), seed=0)
+    search(tree, HashEvaluator(), 200)
+    result = tree.result()
+    keep, drop = result.moves[0], result.moves[1]
+    dropped = tree.root.children[tree.root.moves.index(drop)]
+    assert dropped is not None and dropped.children is not None
+    # nodes take no weak references (slots); their boards do
+    grandchildren = [weakref.ref(c.board) for c in dropped.children if c is not None]
+    gone = weakref.ref(dropped.board)
+    del dropped
+    gc.disable()
+    try:
+        tree.advance(keep)
+        assert gone() is None and all(ref() is None for ref in grandchildren)
+    finally:
+        gc.enable()
+
+
+def test_leaves_count_repetitions_and_history_along_their_path() -> None:
+    """Every leaf's repetition count and network input equal a replay of the game and the
+    tree's moves down to it (kings shuffling behind locked pawns repeat a lot in the tree)."""
+    submitted: set[bytes] = set()
+
+    class Recording(HashEvaluator):
+        def evaluation(self, inp):
+            submitted.add(inp.frames)
+            return super().evaluation(inp)
+
+    history = _history("8/8/3k4/1p1p1p2/1P1P1P2/3K4/8/8 w - - 0 1", ["d3e3", "d6e6"])
+    tree = SearchTree(history, quiet(leaves_per_gather=1), seed=0)
+    search(tree, Recording(), 1500)
+    checked = repeated = 0
+    stack = [(tree.root, history)]
+    while stack:
+        node, replay = stack.pop()
+        if node is not tree.root:
+            assert node.reps == replay.repetitions
+            if node.state != TERMINAL:
+                assert replay.net_input().frames in submitted
+            checked += 1
+            repeated += node.reps > 0
+        for slot, child in enumerate(node.children or []):
+            if child is not None:
+                after = replay.copy()
+                after.push(node.moves[slot])
+                stack.append((child, after))
+    assert checked > 1000 and repeated > 50
 
 
 def test_follow_keeps_the_tree_along_the_game_and_restarts_otherwise() -> None:

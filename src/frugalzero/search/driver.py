@@ -35,10 +35,10 @@ class PausedGC:
     """Python's cycle collector paused while searching, with collections on a timer instead.
 
     Trees hold hundreds of thousands of small objects; with the collector on, its full
-    passes over them cost ~40% of the search's Python time (measured). Trees cut their
-    parent links when nodes are discarded, so reference counting frees them without it; a
-    young collection every few seconds and a full one every few minutes catch anything
-    else. The previous state is restored on exit; nesting is harmless.
+    passes over them cost ~40% of the search's Python time (measured). Tree nodes link
+    only downwards, so reference counting frees a discarded subtree without it; a young
+    collection every few seconds and a full one every few minutes catch anything else.
+    The previous state is restored on exit; nesting is harmless.
     """
 
     def __init__(self, young_every: float = 2.0, full_every: float = 300.0) -> None:

@@ -11,6 +11,11 @@ Edge statistics live in NumPy arrays on the parent (priors P, visits N, value su
 from the parent's side-to-move view), so selection is a handful of vectorised operations per
 node. Each node keeps its board, its 104-byte frame and its repetition count, so a leaf's
 input is built from the tree without replaying the game.
+
+Nodes link only downwards. A walk carries its path (the nodes from the root to the leaf's
+parent), and a leaf waiting for the network keeps that path until its value is backed up. So a
+discarded subtree has no cycles and reference counting frees it the moment it is dropped: no
+walk over it, no work left for Python's cycle collector.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ class Node:
 
     __slots__ = (
         "board",
-        "parent",
+        "path",
         "slot",
         "key",
         "frame",
@@ -73,10 +78,10 @@ class Node:
         "inp",
     )
 
-    def __init__(self, board: chess.Board, parent: Node | None, slot: int) -> None:
+    def __init__(self, board: chess.Board, slot: int) -> None:
         self.board = board
-        self.parent = parent
-        self.slot = slot
+        self.path: list[Node] | None = None  # while pending: the nodes from the root down
+        self.slot = slot  # index in the parent's edge arrays
         self.state = NEW
         self.n = 0  # simulations through this node, its own evaluation included
         self.w = 0.0  # sum of their values, this node's side-to-move view
@@ -115,7 +120,7 @@ class SearchTree:
         self.rng = rng if rng is not None else np.random.default_rng(seed)
         self.generation = 0  # one per search: frozen distributions belong to one search
         self.in_flight = 0  # leaves handed out and not yet applied
-        self._collided: list[Node] = []  # walks of this gather that met a pending leaf
+        self._collided: list[list[Node]] = []  # paths of walks that met a pending leaf
         self._begin(history if history is not None else chess.Board())
 
     # -- public API ---------------------------------------------------------------------------
@@ -181,8 +186,8 @@ class SearchTree:
                     break
             elif leaf.state == PENDING:
                 out.append(leaf)
-        for leaf in collided:  # their virtual visits have steered the walks; take them back
-            self._undo(leaf)
+        for path in collided:  # their virtual visits have steered the walks; take them back
+            self._undo(path)
         collided.clear()
         self.in_flight += len(out)
         return out
@@ -203,11 +208,13 @@ class SearchTree:
         if evaluation.wdl is not None:
             node.draw = float(evaluation.wdl[1])
         node.state = EXPANDED
-        if node is self.root:
+        path = node.path
+        if path is None:  # the root
             node.n = 1
             node.w = value
             return
-        self._backup(node, value)
+        node.path = None
+        self._backup(node, value, path)
 
     def advance(self, move: chess.Move) -> None:
         """Play ``move``: keep its subtree (``reuse_tree``) and make it the root."""
@@ -224,9 +231,6 @@ class SearchTree:
             raise ValueError(f"illegal move {move.uci()} in {self.board.fen()}")
         self.history.push(move)
         keep = child if child is not None and child.state == EXPANDED else None
-        if keep is not None:
-            root.children[keep.slot] = None
-        _dispose(root)
         self._new_root(keep)
 
     def follow(self, game: GameHistory | chess.Board) -> bool:
@@ -246,14 +250,12 @@ class SearchTree:
                     return True
                 except ValueError:  # a move the tree cannot play: start afresh
                     pass
-        _dispose(self.root)
         self._begin(game)
         return False
 
     def close(self) -> None:
-        """Free the tree now (nodes link to their parents, so without this only Python's
-        cycle collector could reclaim them)."""
-        _dispose(self.root)
+        """Free the tree's nodes now, even while something still holds the tree."""
+        self.root.children = None
 
     def leader(self) -> tuple[chess.Move | None, float]:
         """The most visited root move and its lead in visits over the runner-up (infinite for
@@ -356,7 +358,7 @@ class SearchTree:
         self._pre_root = before[1:]
         if node is None:
             board = history.board.copy(stack=False)
-            node = Node(board, None, -1)
+            node = Node(board, -1)
             node.key = position_key(board)
             node.reps = history.repetitions
             node.frame = before[0]
@@ -369,7 +371,6 @@ class SearchTree:
                 node.indices = moves_to_indices(moves, board.turn)
                 node.inp = NetInput(pad_frames(before), board_meta(board), moves, node.indices)
         else:
-            node.parent = None
             node.slot = -1
             node.P = node.raw
             node.visited_p = float(node.P[node.N > 0].sum())
@@ -421,14 +422,17 @@ class SearchTree:
         gumbel = cfg.gumbel
         c_init, c_base = cfg.c_init, cfg.c_base
         fpu_mode, fpu_setting = cfg.fpu_mode, cfg.fpu_value
+        path: list[Node] = []  # the nodes walked through, root first
         while True:
             state = node.state
             if state != EXPANDED or (node.proven and node is not root):
                 if state == PENDING:  # gather() takes the virtual visits back later
-                    self._collided.append(node)
+                    path.append(node)
+                    self._collided.append(path)
                     return None
                 self.started += 1
-                self._backup(node, node.value if state == TERMINAL else float(node.proven))
+                value = node.value if state == TERMINAL else float(node.proven)
+                self._backup(node, value, path)
                 return node
             N = node.N
             if depth & 1 and node.n > nscl and self._frozen_ready(node):
@@ -455,39 +459,39 @@ class SearchTree:
             node.W[slot] = w_edge
             node.Q[slot] = w_edge / n_edge
             node.n += 1
+            path.append(node)
             child = node.children[slot]
             depth += 1
             if child is None:
-                child = self._make_child(node, slot)
+                child = self._make_child(path, slot)
                 node.children[slot] = child
                 if depth > self.max_depth:
                     self.max_depth = depth
                 self.started += 1
                 if child.state == TERMINAL:
-                    self._backup(child, child.value)
+                    self._backup(child, child.value, path)
+                else:
+                    child.path = path
                 return child
             node = child
 
-    def _make_child(self, parent: Node, slot: int) -> Node:
+    def _make_child(self, path: list[Node], slot: int) -> Node:
+        """The new leaf at ``slot`` of ``path[-1]``; ``path`` runs from the root down."""
         cfg = self.config
+        parent = path[-1]
         board = parent.board.copy(stack=False)
         board.push(parent.moves[slot])
-        node = Node(board, parent, slot)
+        node = Node(board, slot)
         key = position_key(board)
         node.key = key
         reps = 0
         clock = board.halfmove_clock
         if clock >= 4:  # a repetition needs at least four reversible plies
-            reps = self.history.count(key)
-            root = self.root
-            anc = parent.parent
-            distance = 2
-            while anc is not None and anc is not root and distance <= clock:
-                if anc.key == key:
+            reps = self.history.count(key)  # the root's and the game's positions
+            # the tree's positions with the same side to move, below the root
+            for distance in range(2, min(clock, len(path) - 1) + 1, 2):
+                if path[-distance].key == key:
                     reps += 1
-                grand = anc.parent
-                anc = grand.parent if grand is not None and grand is not root else None
-                distance += 2
         node.reps = reps
         frame = board_frame(board, reps)
         node.frame = frame
@@ -503,26 +507,22 @@ class SearchTree:
         indices = moves_to_indices(moves, board.turn)
         node.indices = indices
         frames = [frame]
-        anc = parent
-        while anc is not None and len(frames) < 8:
-            frames.append(anc.frame)
-            anc = anc.parent
+        frames.extend(anc.frame for anc in reversed(path[-7:]))
         if len(frames) < 8:
             frames.extend(self._pre_root[: 8 - len(frames)])
         node.inp = NetInput(pad_frames(frames), board_meta(board), moves, indices)
         return node
 
-    def _backup(self, node: Node, value: float) -> None:
-        """Back ``value`` (for the side to move at ``node``) up to the root, flipping the sign
-        every ply, replacing the virtual loss, and propagating proofs."""
+    def _backup(self, node: Node, value: float, path: list[Node]) -> None:
+        """Back ``value`` (for the side to move at ``node``) up ``path`` to the root, flipping
+        the sign every ply, replacing the virtual loss, and propagating proofs."""
         vl = self.config.virtual_loss
         solver = self.config.solver
         node.n += 1
         node.w += value
         proof = solver and node.proven != 0
         child = node
-        parent = node.parent
-        while parent is not None:
+        for parent in reversed(path):
             value = -value
             slot = child.slot
             w_edge = parent.W[slot] + value + vl
@@ -534,15 +534,14 @@ class SearchTree:
                     value = float(parent.proven)
             parent.w += value
             child = parent
-            parent = parent.parent
 
-    def _undo(self, leaf: Node) -> None:
-        """Take back the virtual visits of a walk that ended at a pending leaf."""
+    def _undo(self, path: list[Node]) -> None:
+        """Take back the virtual visits of a walk that ended at a pending leaf (``path``: the
+        root down to that leaf)."""
         vl = self.config.virtual_loss
-        child = leaf
-        parent = leaf.parent
+        child = path[-1]
         gumbel = self._gumbel
-        while parent is not None:
+        for parent in reversed(path[:-1]):
             slot = child.slot
             n_edge = parent.N[slot] - 1.0
             parent.N[slot] = n_edge
@@ -555,7 +554,6 @@ class SearchTree:
             if parent is self.root and gumbel is not None:
                 gumbel.unselect(slot)
             child = parent
-            parent = parent.parent
 
     def _frozen_ready(self, node: Node) -> bool:
         """search-contempt: freeze the node's visited-children distribution once per search."""
@@ -732,19 +730,6 @@ def _update_proof(parent: Node, slot: int, child: Node) -> bool:
         parent.plies = max(c.plies for c in children) + 1
         return True
     return False
-
-
-def _dispose(node: Node) -> None:
-    """Cut the parent links of a discarded subtree, so reference counting frees it at once and
-    the search can run with the cycle collector paused (it cost ~40% of the client's time)."""
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        children = node.children
-        node.children = None
-        node.parent = None
-        if children:
-            stack.extend(c for c in children if c is not None)
 
 
 def _winning_slot(node: Node) -> int | None:

@@ -254,8 +254,8 @@ class UciEngine:
     def run(self) -> None:
         """Python's cycle collector runs only between games (``ucinewgame``): left automatic,
         its pass over a search's new objects lands in a move's time, 30-60 ms after each
-        search and over a second now and then (measured). Trees cut their own cycles, so
-        reference counting frees them."""
+        search and over a second now and then (measured). Trees have no cycles, so reference
+        counting frees them."""
         automatic = gc.isenabled()
         gc.disable()
         try:
