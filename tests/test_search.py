@@ -11,6 +11,8 @@ from pathlib import Path
 import chess
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import frugalzero
 from conftest import shared_file
@@ -266,9 +268,10 @@ def test_a_discarded_subtree_is_freed_without_the_cycle_collector() -> None:
     tree = SearchTree(chess.Board(), quiet(), seed=0)
     search(tree, HashEvaluator(), 200)
     result = tree.result()
-    keep, drop = result.moves[0], result.moves[1]
-    dropped = tree.root.children[tree.root.moves.index(drop)]
-    assert dropped is not None and dropped.children is not None
+    keep = result.best_move
+    dropped = next(  # a child other than the one kept, entered at least once
+        c for m, c in zip(tree.root.moves, tree.root.children) if m != keep and c and c.children
+    )
     # nodes take no weak references (slots); their boards do
     grandchildren = [weakref.ref(c.board) for c in dropped.children if c is not None]
     gone = weakref.ref(dropped.board)
@@ -277,6 +280,22 @@ def test_a_discarded_subtree_is_freed_without_the_cycle_collector() -> None:
     try:
         tree.advance(keep)
         assert gone() is None and all(ref() is None for ref in grandchildren)
+    finally:
+        gc.enable()
+
+
+def test_searching_and_playing_leave_no_cycles_to_collect() -> None:
+    """The drivers pause the cycle collector for good (a full pass every few minutes): a
+    game's searches must leave nothing that only the collector could free."""
+    import gc
+
+    tree = SearchTree(chess.Board(), SearchConfig(), seed=0)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(12):
+            tree.advance(search(tree, HashEvaluator(), 150).best_move)
+        assert gc.collect() == 0
     finally:
         gc.enable()
 
@@ -325,10 +344,10 @@ def test_follow_keeps_the_tree_along_the_game_and_restarts_otherwise() -> None:
     assert tree.board.move_stack == [] and tree.result().nodes == 0
     search(tree, HashEvaluator(), 50)
     on = chess.Board(game.fen())
-    on.push_uci("a2a3")  # that new game goes on
+    on.push(next(iter(on.legal_moves)))  # that new game goes on
     assert tree.follow(on) and tree.board.move_stack == on.move_stack
     other = chess.Board()
-    other.push_uci("a2a3")  # a game that did not go through this tree's moves
+    other.push(next(m for m in other.legal_moves if m != result.pv[0]))  # not via the tree
     assert not tree.follow(other)
     assert tree.board.move_stack == other.move_stack and tree.result().nodes == 0
     assert search(tree, HashEvaluator(), 30).nodes == 31
@@ -433,3 +452,42 @@ def test_stalemate_and_insufficient_material() -> None:
     result = search(terminal_root, UniformEvaluator(), 10)
     assert terminal_root.finished and result.best_move is None and result.moves == []
     assert result.value == 0.0 and result.mate_in is None and result.pv == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 4), st.integers(0, 3), st.integers(-3, 3), st.booleans()),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from([0.5, 1.0, 2.5]),
+    st.sampled_from([-0.4, 0.0, 0.3]),
+    st.booleans(),
+)
+def test_selection_is_the_argmax_of_the_puct_scores(edges, cs, fpu, blocking) -> None:
+    """The tree scores only the visited children and the best unvisited one; it must pick
+    what scoring every child picks, ties (lowest slot) and blocked moves included, also
+    when visits change between two selections at the same node."""
+    from frugalzero.search.tree import Node, _puct_slot
+
+    weights = np.array([float(e[0]) for e in edges])
+    node = Node(chess.Board(), -1)
+    node.P = weights / weights.sum()
+    node.Pl = node.order = None
+    node.unvisited_at = 0
+    node.N = [float(e[1]) for e in edges]
+    node.Q = [e[2] / 4 if e[1] else 0.0 for e in edges]
+    node.visited = [s for s, e in enumerate(edges) if e[1]][::-1]
+    node.block = None
+    if blocking and not all(e[3] for e in edges):
+        node.block = np.array([-math.inf if e[3] else 0.0 for e in edges])
+    for _ in range(2):
+        n = float(sum(node.N)) + 1.0
+        scores = puct_scores(node.P, np.array(node.N), np.array(node.Q), n, 1.0, 1.0, fpu)
+        expected = int((scores + (node.block if node.block is not None else 0.0)).argmax())
+        assert _puct_slot(node, c_puct(n, 1.0, 1.0) * math.sqrt(n), fpu) == expected
+        if node.N[expected] == 0:  # visit it, as the tree does, and select again
+            node.visited.append(expected)
+        node.N[expected] += 1.0
+        node.Q[expected] = 0.25

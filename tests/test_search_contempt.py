@@ -111,7 +111,7 @@ def test_infinite_nscl_is_plain_puct_exactly() -> None:
         for slot, child in ref.children.items():  # one level down as well
             mine = tree.root.children[slot]
             if child.P is not None:
-                assert mine.N.tolist() == child.N
+                assert mine.N == child.N
         huge = SearchTree(board, SearchConfig(nscl=1e12, solver=False, root_noise=noise), seed=seed)
         assert np.array_equal(search(huge, HashEvaluator(), 600, in_flight=1).visits, result.visits)
 
@@ -136,7 +136,7 @@ def test_frozen_nodes_follow_the_frozen_distribution() -> None:
     frozen = 0
     for depth, node in _frozen_nodes(tree):
         if node.frozen_gen != tree.generation:
-            assert depth % 2 == 0 or node.n <= nscl + 1 or node.N.sum() == 0
+            assert depth % 2 == 0 or node.n <= nscl + 1 or sum(node.N) == 0
             continue
         assert depth % 2 == 1  # only the opponent's nodes freeze; the root never does
         frozen += 1
