@@ -1,16 +1,54 @@
 #!/usr/bin/env bash
 # The shipped net (net:default): Stockfish's games at 400 nodes from random 8-ply openings,
-# a fresh `small` net trained on them, then its ladder rating at 400 nodes per move.
-# Measured: 44 + 53 + 21 minutes on the 2-core development machine.
-#   benchmarks/train_default.sh [OUT]   (default: runs/strong)
+# a fresh net trained on them, then its ladder rating at 400 nodes per move.
+#
+#   benchmarks/train_default.sh [OUT]          (default: runs/strong)
+#
+# The recipe's knobs are environment variables; the defaults are the recipe of the net shipped
+# now (44 + 53 + 21 minutes on the 2-core development machine):
+#   GAMES=22000   Stockfish games, made in parts of PART=2000 (part i has seed SEED+i, SEED=2026)
+#   MULTIPV=1     Stockfish lines per position (>1: a soft policy target over them)
+#   ARCH=small    the net (small, medium, ...); HEAD=scalar or wdl (its value head)
+#   EPOCHS=1.5    passes over the positions; LAMBDA=0.5: value target = LAMBDA x Stockfish's
+#                 evaluation + (1 - LAMBDA) x the result
+#   RUNGS=...     extra ladder flags (e.g. "--games-per-rung 60")
+#
+# Resumable at every stage, across sessions: a part is done when its JSON is there (a part cut
+# short is made again from scratch), training resumes from its run directory, and the ladder
+# goes on from its PGN. Run the same command again to continue.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/strong}
+GAMES=${GAMES:-22000}
+PART=${PART:-2000}
+SEED=${SEED:-2026}
+MULTIPV=${MULTIPV:-1}
+ARCH=${ARCH:-small}
+HEAD=${HEAD:-scalar}
+EPOCHS=${EPOCHS:-1.5}
+LAMBDA=${LAMBDA:-0.5}
+RUNGS=${RUNGS:-}
 FZ=.venv/bin/frugalzero
-mkdir -p "$OUT"
-$FZ sfgames --games 22000 --nodes 400 --random-plies 8 --seed 2026 --out "$OUT/data" --json \
-    | tee "$OUT/sfgames.json"
-$FZ train --data "$OUT/data" --arch small --out "$OUT/small.safetensors" --epochs 1.5 \
-    --swa-cycles 0 --set value_lambda=0.5 --json | tee "$OUT/train.json"
-$FZ ladder "net:$OUT/small.safetensors?nodes=400" \
-    --pgn "$OUT/ladder.pgn" --json | tee "$OUT/ladder.json"
+mkdir -p "$OUT/data"
+
+parts=$(((GAMES + PART - 1) / PART))
+for ((i = 0; i < parts; i++)); do
+    json="$OUT/data/part-$i.json"
+    [ -s "$json" ] && continue
+    games=$((i == parts - 1 ? GAMES - i * PART : PART))
+    rm -rf "$OUT/data/part-$i"
+    echo "part $((i + 1))/$parts: $games games"
+    $FZ sfgames --games "$games" --nodes 400 --random-plies 8 --seed $((SEED + i)) \
+        --set engine.multipv="$MULTIPV" --out "$OUT/data/part-$i" --json > "$json.tmp"
+    mv "$json.tmp" "$json"
+done
+
+net="$OUT/$ARCH.safetensors"
+if [ ! -s "$OUT/train.json" ]; then
+    $FZ train --data "$OUT/data" --arch "$ARCH" --value-head "$HEAD" --out "$net" \
+        --epochs "$EPOCHS" --swa-cycles 0 --set value_lambda="$LAMBDA" --json > "$OUT/train.json.tmp"
+    mv "$OUT/train.json.tmp" "$OUT/train.json"
+fi
+# shellcheck disable=SC2086  # RUNGS is words on purpose
+$FZ ladder "net:$net?nodes=400" --pgn "$OUT/ladder.pgn" --resume $RUNGS --json \
+    | tee "$OUT/ladder.json"
