@@ -182,14 +182,19 @@ def _setup(args: argparse.Namespace):
 
 
 def _evaluate_stream(reference, stream) -> None:
-    """The raw evaluator on distinct positions, two batches in flight, as ``bench nn`` runs it."""
+    """The raw evaluator on distinct positions, two batches in flight, as ``bench nn`` runs it,
+    under the search's collector policy (``PausedGC``): otherwise the collector's passes over
+    the self-play trees, still alive in this process, would land in the stream's time."""
+    from frugalzero.search.driver import PausedGC
+
     in_flight: deque = deque()
-    for chunk in stream:
-        in_flight.append(reference.submit(chunk))
-        if len(in_flight) > 2:
+    with PausedGC():
+        for chunk in stream:
+            in_flight.append(reference.submit(chunk))
+            if len(in_flight) > 2:
+                in_flight.popleft().result()
+        while in_flight:
             in_flight.popleft().result()
-    while in_flight:
-        in_flight.popleft().result()
 
 
 def _bench_worker(index: int, client, config, conn) -> None:
