@@ -46,6 +46,7 @@ PAPER_DUPLICATES = {
     "nsclinf": (0.69, 0.41, 0.25, 0.17, 0.16, 0.11, 0.04),
 }
 ODDS_NODES = (50, 200, 800)
+ODDS_NSCL = 28  # the hybrid's N_scl in the odds tables (contempt_odds.sh's default)
 PAPER_QUEEN_ODDS = {"puct": (23.43, 35.25, 25.40), "hybrid": (36.76, 57.81, 81.73)}  # 100/800/20k
 NET = "net:default"
 
@@ -131,12 +132,14 @@ def odds_table() -> list[str]:
 
 
 def nscl_table() -> list[str]:
-    """The hybrid at queen odds and the middle node count, by N_scl (the tables use 28)."""
+    """The hybrid at queen odds and the middle node count, by N_scl (the tables use ODDS_NSCL)."""
     folder = RESULTS / "odds"
     middle = ODDS_NODES[len(ODDS_NODES) // 2]
-    files = {10: folder / f"tune-queen-nscl10-{middle}.pgn"}
-    files[28] = folder / f"queen-hybrid-{middle}.pgn"
-    files[100] = folder / f"tune-queen-nscl100-{middle}.pgn"
+    files = {
+        10: folder / f"tune-queen-nscl10-{middle}.pgn",
+        ODDS_NSCL: folder / f"queen-hybrid-{middle}.pgn",
+        100: folder / f"tune-queen-nscl100-{middle}.pgn",
+    }
     lines = [
         f"| N_scl (queen odds, {middle} nodes) | " + " | ".join(str(n) for n in files) + " |",
         "| --- |" + " --- |" * len(files),

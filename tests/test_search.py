@@ -465,17 +465,15 @@ def test_stalemate_and_insufficient_material() -> None:
     st.sampled_from([-0.4, 0.0, 0.3]),
     st.booleans(),
 )
-def test_selection_is_the_argmax_of_the_puct_scores(edges, cs, fpu, blocking) -> None:
+def test_selection_is_the_argmax_of_the_puct_scores(edges, c_init, fpu, blocking) -> None:
     """The tree scores only the visited children and the best unvisited one; it must pick
     what scoring every child picks, ties (lowest slot) and blocked moves included, also
     when visits change between two selections at the same node."""
-    from frugalzero.search.tree import Node, _puct_slot
+    from frugalzero.search.tree import Node, _puct_slot, _set_priors
 
     weights = np.array([float(e[0]) for e in edges])
     node = Node(chess.Board(), -1)
-    node.P = weights / weights.sum()
-    node.Pl = node.order = None
-    node.unvisited_at = 0
+    _set_priors(node, weights / weights.sum())
     node.N = [float(e[1]) for e in edges]
     node.Q = [e[2] / 4 if e[1] else 0.0 for e in edges]
     node.visited = [s for s, e in enumerate(edges) if e[1]][::-1]
@@ -484,9 +482,9 @@ def test_selection_is_the_argmax_of_the_puct_scores(edges, cs, fpu, blocking) ->
         node.block = np.array([-math.inf if e[3] else 0.0 for e in edges])
     for _ in range(2):
         n = float(sum(node.N)) + 1.0
-        scores = puct_scores(node.P, np.array(node.N), np.array(node.Q), n, 1.0, 1.0, fpu)
+        scores = puct_scores(node.P, np.array(node.N), np.array(node.Q), n, c_init, 1.0, fpu)
         expected = int((scores + (node.block if node.block is not None else 0.0)).argmax())
-        assert _puct_slot(node, c_puct(n, 1.0, 1.0) * math.sqrt(n), fpu) == expected
+        assert _puct_slot(node, c_puct(n, c_init, 1.0) * math.sqrt(n), fpu) == expected
         if node.N[expected] == 0:  # visit it, as the tree does, and select again
             node.visited.append(expected)
         node.N[expected] += 1.0
