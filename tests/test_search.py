@@ -33,6 +33,7 @@ from frugalzero.search.puct import (
     choose_by_visits,
     fpu_value,
     puct_scores,
+    temper_priors,
     temperature_for_ply,
 )
 from frugalzero.search.tree import TERMINAL
@@ -178,6 +179,35 @@ def test_puct_formula() -> None:
     c = (1.25 + math.log((5 + 19652 + 1) / 19652)) * math.sqrt(5)
     expected = [0.1 + c * 0.5 / 4, -0.3 + c * 0.3 / 1, -0.2 + c * 0.2 / 2]
     assert scores == pytest.approx(expected)
+
+
+@given(
+    st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=40),
+    st.floats(0.25, 4.0),
+)
+def test_policy_temperature_is_a_softmax_temperature(weights, temperature) -> None:
+    priors = np.array(weights) / sum(weights)
+    tempered = temper_priors(priors, temperature)
+    logits = np.log(priors) / temperature
+    expected = np.exp(logits - logits.max())
+    assert tempered == pytest.approx(expected / expected.sum(), rel=1e-9, abs=1e-12)
+    assert np.argmax(tempered) == np.argmax(priors)
+    if temperature > 1:  # flatter: the most likely move gives up share
+        assert tempered.max() <= priors.max() + 1e-12
+    assert temper_priors(priors, 1.0) is priors
+
+
+def test_the_search_explores_wider_at_a_higher_policy_temperature() -> None:
+    board = random_boards(1, seed=8, max_plies=20)[0]
+    trees = {t: SearchTree(board, quiet(policy_temperature=t)) for t in (1.0, 3.0)}
+    results = {t: search(tree, HashEvaluator(), 200) for t, tree in trees.items()}
+    raw = HashEvaluator().evaluation(SearchTree(board, quiet()).root.inp)  # the net's policy
+    assert trees[1.0].root.P == pytest.approx(raw.priors)
+    assert trees[3.0].root.P == pytest.approx(temper_priors(raw.priors, 3.0))
+    tried = {t: int((r.visits > 0).sum()) for t, r in results.items()}
+    assert tried[3.0] > tried[1.0]
+    with pytest.raises(Exception, match="policy_temperature"):
+        SearchConfig(policy_temperature=0)
 
 
 def test_temperature_choice() -> None:

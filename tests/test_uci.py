@@ -18,6 +18,7 @@ import frugalzero
 from frugalzero.chess.history import GameHistory
 from frugalzero.cli import main
 from frugalzero.uci import NetSearcher, SearchRequest
+from frugalzero.uci.searcher import PLAY
 
 STOCKFISH = "/usr/games/stockfish"
 ENGINE = [sys.executable, "-m", "frugalzero", "uci", "--nodes", "16"]
@@ -83,12 +84,16 @@ def test_garbage_then_readyok_then_a_legal_bestmove(raw_engine):
         "go movetime",
         "position startpos moves e2e4 e7e5 g1f9",
         "setoption name Nodes value many",
+        "setoption name Temperature value warm",
+        "setoption name PolicyTemperature value 0",
         "go depth -3",
     ]:
         send(line)
     send("isready")
     _, seen = wait_for("readyok")
     assert not any(line.startswith("bestmove") for line in seen)  # no search was started
+    refused = [line for line in seen if line.startswith("info string setoption: ")]
+    assert [line.split()[3] for line in refused] == ["Nodes", "Temperature", "PolicyTemperature"]
     send("position startpos moves e2e4 e7e5")
     send("go nodes 8")
     line, _ = wait_for("bestmove")
@@ -193,6 +198,21 @@ def test_searchmoves_and_temperature(searcher):
     finally:
         searcher.set_option("Temperature", "0")
     assert len(picks) > 1 and best in picks
+
+
+def test_policy_temperature_widens_the_next_search(searcher):
+    ruy_lopez = ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6"]
+    top = {}
+    for temperature in ("1", "4"):
+        searcher.set_option("PolicyTemperature", temperature)  # a new tree
+        _go(searcher, ruy_lopez, 64)
+        assert searcher.tree.config.policy_temperature == float(temperature)
+        visits = searcher.tree.root.N
+        top[temperature] = max(visits) / sum(visits)
+    searcher.set_option("PolicyTemperature", str(PLAY.policy_temperature))
+    assert top["4"] < 0.6 * top["1"]  # the best move gets fewer of the visits
+    with pytest.raises(ValueError):
+        searcher.set_option("PolicyTemperature", "-1")
 
 
 def test_threads_take_effect_on_the_next_search(searcher):

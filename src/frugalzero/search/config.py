@@ -27,6 +27,10 @@ class SearchConfig:
     fpu_value: float = 0.25
     """The reduction (fpu_mode 'reduction') or the absolute Q in [-1, 1] ('absolute'; -1 treats
     unvisited moves as losses, as AlphaZero did)."""
+    policy_temperature: float = 1.0
+    """Softmax temperature of the network's policy before it becomes the priors: P ** (1 / T),
+    renormalised. 1 = the policy as it is (AlphaZero); > 1 widens the search of a sharp policy
+    (lc0's PolicySoftmaxTemp). The raw policy's best move (1 node) does not change."""
     root_noise: bool = True
     """Dirichlet noise on the root priors (self-play); turn off to play matches."""
     dirichlet_alpha: float = 0.3
@@ -90,6 +94,7 @@ class SearchConfig:
         checks = [
             (self.simulations >= 1, "simulations must be at least 1"),
             (self.c_base > 0, "c_base must be positive"),
+            (self.policy_temperature > 0, "policy_temperature must be positive"),
             (self.dirichlet_alpha > 0, "dirichlet_alpha must be positive"),
             (0 <= self.dirichlet_epsilon <= 1, "dirichlet_epsilon must be in [0, 1]"),
             (self.nscl >= 0, "nscl must be >= 0 (inf = off)"),

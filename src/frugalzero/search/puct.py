@@ -42,6 +42,17 @@ def puct_scores(
     return scores
 
 
+def temper_priors(priors: np.ndarray, temperature: float) -> np.ndarray:
+    """The network's policy at a softmax temperature: P ** (1 / T), renormalised over the same
+    moves (the same as dividing the logits by T). A net trained on one move per position is
+    sharp; T > 1 lets the search look at the second and third choices sooner."""
+    if temperature == 1.0:
+        return priors
+    tempered = priors ** (1.0 / temperature)
+    total = tempered.sum()
+    return tempered / total if total > 0 else priors
+
+
 def temperature_for_ply(
     ply: int, temperature: float, plies: int, final: float, decay: int = 0
 ) -> float:

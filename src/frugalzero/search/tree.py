@@ -42,6 +42,7 @@ from frugalzero.search.puct import (
     choose_by_visits,
     dirichlet_mix,
     fpu_value,
+    temper_priors,
     temperature_for_ply,
 )
 from frugalzero.search.types import RootLine, SearchResult
@@ -206,7 +207,9 @@ class SearchTree:
         """Expand ``node`` with the network's priors and value, then back the value up."""
         self.in_flight -= 1
         node.inp = None
-        priors = np.asarray(evaluation.priors, dtype=np.float64)
+        priors = temper_priors(
+            np.asarray(evaluation.priors, dtype=np.float64), self.config.policy_temperature
+        )
         n = len(priors)
         node.raw = priors
         _set_priors(node, priors)

@@ -189,7 +189,10 @@ class Option:
 
     def check(self, value: str) -> str:
         if self.kind == "spin":
-            number = int(value)
+            try:
+                number = int(value)
+            except ValueError:
+                raise ValueError(f"{self.name} must be a whole number") from None
             if not (self.minimum or 0) <= number <= (self.maximum or number):
                 raise ValueError(f"{self.name} must be {self.minimum}..{self.maximum}")
             return str(number)
@@ -356,9 +359,14 @@ class UciEngine:
         if option.name == "UCI_Chess960" and value == "true":
             self.info_string("UCI_Chess960 is not supported")
             return
-        self.values[option.name.lower()] = value
         if option not in ENGINE_OPTIONS:
-            self.searcher.set_option(option.name, value)
+            try:
+                self.searcher.set_option(option.name, value)
+            except ValueError as exc:  # a value the searcher cannot use, e.g. not a number
+                kept = self.values[option.name.lower()]
+                self.info_string(f"setoption: {option.name} {exc}; kept {kept}")
+                return
+        self.values[option.name.lower()] = value
 
     def _position(self, args: list[str]) -> None:
         self._wait_search()

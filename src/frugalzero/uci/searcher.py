@@ -32,6 +32,7 @@ CACHE_SIZE = 200_000  # positions the evaluator's cache keeps unless NNCacheSize
 BATCH_SIZE = 16  # leaves per batch: a single game's batches fill with virtual loss
 PARALLEL_BATCHES = 2  # batches one game's search keeps evaluating side by side on a CPU
 ALL_LINES = 256  # more than any position's legal moves
+PLAY = SearchConfig().for_play()  # the search settings a game is played with
 
 
 def searcher_options(default_nodes: int) -> list[Option]:
@@ -40,10 +41,18 @@ def searcher_options(default_nodes: int) -> list[Option]:
         Option("BatchSize", "spin", str(BATCH_SIZE), 1, 256),
         Option("Threads", "spin", "0", 0, 256),
         Option("Temperature", "string", "0"),
+        Option("PolicyTemperature", "string", str(PLAY.policy_temperature)),
         Option("MultiPV", "spin", "1", 1, ALL_LINES),
         Option("UCI_ShowWDL", "check", "false"),
         Option("NNCacheSize", "spin", str(CACHE_SIZE), 0, 10_000_000),
     ]
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError("must be a number") from None
 
 
 def network_layout(threads: int, cores: int, cpu: bool) -> tuple[int, int]:
@@ -69,6 +78,7 @@ class NetSearcher:
         self.batch = BATCH_SIZE
         self.threads = 0
         self.temperature = 0.0
+        self.policy_temperature = PLAY.policy_temperature
         self.multipv = 1
         self.show_wdl = False
         self.cache_size = CACHE_SIZE
@@ -130,7 +140,12 @@ class NetSearcher:
             self.batch = int(value)
             self.tree = None
         elif name == "Temperature":
-            self.temperature = max(0.0, float(value))
+            self.temperature = max(0.0, _number(value))
+        elif name == "PolicyTemperature":
+            if not _number(value) > 0:
+                raise ValueError("must be > 0")
+            self.policy_temperature = float(value)
+            self.tree = None
         elif name == "Threads":
             self.threads = int(value)  # the next search applies it (_apply_settings)
         elif name == "NNCacheSize":
@@ -216,8 +231,12 @@ class NetSearcher:
         """The last tree, following the requested game (tree reuse when it continues the
         last one); a new tree after ``ucinewgame`` or a new batch size."""
         if self.tree is None:
-            play = SearchConfig(leaves_per_gather=self.batch, collisions=self.batch)
-            config = play.for_play()
+            config = dataclasses.replace(
+                PLAY,
+                leaves_per_gather=self.batch,
+                collisions=self.batch,
+                policy_temperature=self.policy_temperature,
+            )
             self.tree = SearchTree(request.history, config, rng=self.rng)
         else:
             self.tree.follow(request.history)
