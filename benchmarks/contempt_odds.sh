@@ -27,9 +27,11 @@ CANDIDATES=("fairy?nodes=10000&skill=-5" "fairy?nodes=10000&skill=-4" "fairy?nod
 # search could still swindle, which is what the hybrid is for
 PLAY_OUT="--adjudication.resign-score 0"
 # 8 games at once, each tree walking 8 leaves a batch: the trees search exactly as with the
-# default 2 games (16 // 2 leaves each), and the network gets batches of 64 instead of 16
+# default 2 games (16 // 2 leaves each), and the network gets batches of 64 instead of 16.
+# The priors are the network's policy as it is (temperature 1), as in the paper and as these
+# records were played: our nets' play default is flatter (search.config.PLAY_POLICY_TEMPERATURE)
 SEATS="--concurrency 8"
-WIDE="leaves_per_gather=8"
+WIDE="leaves_per_gather=8&policy_temperature=1"
 mkdir -p "$OUT"
 
 played() {  # finished games in a PGN file
@@ -51,7 +53,8 @@ match() {  # PGN GAMES A B [match options...]: play the games still missing from
 middle=${NODES[$(( ${#NODES[@]} / 2 ))]}
 if [ ! -s "$OUT/opponent.txt" ]; then
     for candidate in "${CANDIDATES[@]}"; do
-        score=$("$PY" -m frugalzero match "net:default?nodes=$middle" "$candidate" --games 10 \
+        score=$("$PY" -m frugalzero match "net:default?nodes=$middle&policy_temperature=1" \
+            "$candidate" --games 10 \
             --odds queen --odds-giver first $PLAY_OUT --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["score"])')
         echo "probe: PUCT at $middle nodes, queen odds, against $candidate: $score" \
             | tee -a "$OUT/probes.txt"

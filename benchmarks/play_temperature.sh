@@ -5,14 +5,14 @@
 # with the first position by position (moves it finds that the first misses, and the reverse;
 # z is the sign test's, McNemar's, of those two counts).
 #
-#   benchmarks/play_temperature.sh [NET] [OUT]     (net:default, benchmarks/results/epd/play)
+#   benchmarks/play_temperature.sh [NET] [OUT]     (net:default, benchmarks/results/play)
 #
 # Each setting is done when its JSON is there (about 7 minutes of the quiet 2-core machine,
 # 17 beside other work). Extra settings: SETTINGS="name=&key=value ..." (the first is the base).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NET=${1:-default}
-OUT=${2:-benchmarks/results/epd/play}
+OUT=${2:-benchmarks/results/play}
 SUITE=benchmarks/results/epd/heldout-sf12.epd
 SETTINGS=${SETTINGS:-"base= pt14=&policy_temperature=1.4 pt18=&policy_temperature=1.8 pt24=&policy_temperature=2.4 c2=&c_init=2.0"}
 PY="$PWD/.venv/bin/python"

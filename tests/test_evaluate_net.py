@@ -16,6 +16,7 @@ from frugalzero.evaluate.specs import parse_spec
 from frugalzero.nn.checkpoint import save_net
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.search.config import PLAY_POLICY_TEMPERATURE
 
 INLINE = "backend=inline&compile=off&precision=fp32"
 SHORT = AdjudicationConfig(max_plies=40)
@@ -78,6 +79,9 @@ def test_net_spec_keys_go_to_search_or_evaluator():
     search, evaluator, workers = net_configs(spec, 2)
     assert search.simulations == 50 and search.c_init == 2.0 and not search.root_noise
     assert search.temperature == 0.0 and evaluator.backend == "inline"
+    assert search.policy_temperature == PLAY_POLICY_TEMPERATURE  # a net plays at its play default
+    paper = net_configs(parse_spec("net:default?nodes=50&policy_temperature=1"), 2)[0]
+    assert paper.policy_temperature == 1.0  # ... unless the spec says otherwise
     assert workers == 1  # on a CPU one process searches for every seat
     assert net_configs(parse_spec("net:default?nodes=50&workers=3"), 2)[2] == 2  # <= seats
     assert net_configs(parse_spec("net:default?nodes=1&workers=3"), 4)[2] == 1  # raw policy

@@ -28,6 +28,7 @@ from frugalzero.search import (
     search,
     search_many,
 )
+from frugalzero.search.config import PLAY_POLICY_TEMPERATURE
 from frugalzero.search.puct import (
     c_puct,
     choose_by_visits,
@@ -234,6 +235,9 @@ def test_play_settings_are_deterministic() -> None:
     play = SearchConfig(nscl=5).for_play()
     assert not play.root_noise and play.temperature == 0 and play.resign_threshold <= -1
     assert play.nscl == 5  # everything else is kept
+    # play flattens the priors; self-play keeps the network's policy as it is (AlphaZero)
+    assert SearchConfig().policy_temperature == 1.0
+    assert play.policy_temperature == PLAY_POLICY_TEMPERATURE > 1.0
     board = random_boards(1, seed=4, max_plies=20)[0]
     moves = set()
     for seed in range(3):

@@ -29,8 +29,9 @@ class SearchConfig:
     unvisited moves as losses, as AlphaZero did)."""
     policy_temperature: float = 1.0
     """Softmax temperature of the network's policy before it becomes the priors: P ** (1 / T),
-    renormalised. 1 = the policy as it is (AlphaZero); > 1 widens the search of a sharp policy
-    (lc0's PolicySoftmaxTemp). The raw policy's best move (1 node) does not change."""
+    renormalised. 1 = the policy as it is (AlphaZero, and self-play here); > 1 widens the
+    search (lc0's PolicySoftmaxTemp). Play (matches, UCI) uses PLAY_POLICY_TEMPERATURE. The raw
+    policy's best move (1 node) does not change."""
     root_noise: bool = True
     """Dirichlet noise on the root priors (self-play); turn off to play matches."""
     dirichlet_alpha: float = 0.3
@@ -111,9 +112,15 @@ class SearchConfig:
 
     def for_play(self) -> SearchConfig:
         """The same search for playing matches: no root noise, no Gumbel noise, the best move
-        at every ply (temperature 0), no resignation."""
+        at every ply (temperature 0), no resignation, the priors at the play temperature."""
         return dataclasses.replace(self, **PLAY_SETTINGS)
 
+
+PLAY_POLICY_TEMPERATURE = 1.6
+"""The policy temperature our nets play with. The shipped net at 400 nodes found Stockfish's
+depth-12 move on the held-out suite 37.2% of the time at 1.0, 38.3% at 1.4, 38.8% at 1.8 and
+37.7% at 2.4 (benchmarks/play_temperature.sh); head to head, 1.6 scored +30 =2 -24 against 1.0
+(benchmarks/RESULTS.md, "The search's settings for play")."""
 
 PLAY_SETTINGS: dict[str, float | bool] = {
     "root_noise": False,
@@ -122,5 +129,6 @@ PLAY_SETTINGS: dict[str, float | bool] = {
     "temperature_plies": 0,
     "final_temperature": 0.0,
     "resign_threshold": -2.0,  # below any value: never resigns (the GUI or match adjudicates)
+    "policy_temperature": PLAY_POLICY_TEMPERATURE,
 }
-"""What playing (matches, UCI) changes in a search config: best play, no exploration."""
+"""What playing (matches, UCI) changes in a search config: best play, no exploration noise."""
