@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The shipped net (net:default): Stockfish's games at 400 nodes from random 8-ply openings,
-# a fresh net trained on them, then its ladder rating at 400 nodes per move.
+# a fresh net trained on them, its raw policy's agreement with Stockfish on the held-out
+# suite, then its ladder rating at 400 nodes per move.
 #
 #   benchmarks/train_default.sh [OUT]          (default: runs/strong)
 #
@@ -9,6 +10,10 @@
 #   GAMES=22000   Stockfish games, made in parts of PART=2000 (part i has seed SEED+i, SEED=2026)
 #   MULTIPV=1     Stockfish lines per position (>1: a soft policy target over them)
 #   ARCH=small    the net (small, medium, ...); HEAD=scalar or wdl (its value head)
+#   INIT=         start from this net instead of a fresh ARCH one (a file, or default: the
+#                 shipped net), so a later session goes on from the last shipped net with
+#                 fresh games (give those a new SEED)
+#   LR=0          peak learning rate (0: the optimiser's default, 0.05 for SGD)
 #   EPOCHS=1.5    passes over the positions; LAMBDA=0.5: value target = LAMBDA x Stockfish's
 #                 evaluation + (1 - LAMBDA) x the result
 #   RUNGS=...     extra ladder flags (e.g. "--games-per-rung 60")
@@ -27,6 +32,8 @@ ARCH=${ARCH:-small}
 HEAD=${HEAD:-scalar}
 EPOCHS=${EPOCHS:-1.5}
 LAMBDA=${LAMBDA:-0.5}
+INIT=${INIT:-}
+LR=${LR:-0}
 RUNGS=${RUNGS:-}
 FZ=.venv/bin/frugalzero
 mkdir -p "$OUT/data"
@@ -44,10 +51,21 @@ for ((i = 0; i < parts; i++)); do
 done
 
 net="$OUT/$ARCH.safetensors"
+if [ -n "$INIT" ]; then
+    start=(--net "$INIT")
+else
+    start=(--arch "$ARCH" --value-head "$HEAD")
+fi
 if [ ! -s "$OUT/train.json" ]; then
-    $FZ train --data "$OUT/data" --arch "$ARCH" --value-head "$HEAD" --out "$net" \
-        --epochs "$EPOCHS" --swa-cycles 0 --set value_lambda="$LAMBDA" --json > "$OUT/train.json.tmp"
+    $FZ train --data "$OUT/data" "${start[@]}" --out "$net" --epochs "$EPOCHS" --lr "$LR" \
+        --swa-cycles 0 --set value_lambda="$LAMBDA" --json > "$OUT/train.json.tmp"
     mv "$OUT/train.json.tmp" "$OUT/train.json"
+fi
+# the raw policy (1 node) on the held-out suite, the best-move agreement
+if [ ! -s "$OUT/heldout.json" ]; then
+    $FZ eval-epd benchmarks/results/epd/heldout-sf12.epd --engine "net:$net?nodes=1" --json \
+        > "$OUT/heldout.json.tmp"
+    mv "$OUT/heldout.json.tmp" "$OUT/heldout.json"
 fi
 # shellcheck disable=SC2086  # RUNGS is words on purpose
 $FZ ladder "net:$net?nodes=400" --pgn "$OUT/ladder.pgn" --resume $RUNGS --json \
