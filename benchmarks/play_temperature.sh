@@ -7,14 +7,17 @@
 #
 #   benchmarks/play_temperature.sh [NET] [OUT]     (net:default, benchmarks/results/play)
 #
-# Each setting is done when its JSON is there (about 7 minutes of the quiet 2-core machine,
-# 17 beside other work). Extra settings: SETTINGS="name=&key=value ..." (the first is the base).
+# Each setting is done when its JSON is there (17 minutes of the 2-core machine beside other
+# work). Other settings: SETTINGS="name=&key=value ..." (the first is the base). Every setting
+# names its policy temperature: the play default is not 1 (search.config).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NET=${1:-default}
 OUT=${2:-benchmarks/results/play}
 SUITE=benchmarks/results/epd/heldout-sf12.epd
-SETTINGS=${SETTINGS:-"base= pt14=&policy_temperature=1.4 pt18=&policy_temperature=1.8 pt24=&policy_temperature=2.4 c2=&c_init=2.0"}
+DEFAULT_SETTINGS="pt10=&policy_temperature=1 pt14=&policy_temperature=1.4
+    pt18=&policy_temperature=1.8 pt24=&policy_temperature=2.4 c2=&c_init=2.0&policy_temperature=1"
+SETTINGS=${SETTINGS:-$DEFAULT_SETTINGS}
 PY="$PWD/.venv/bin/python"
 mkdir -p "$OUT"
 names=()
