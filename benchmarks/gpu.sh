@@ -1,47 +1,77 @@
 #!/usr/bin/env bash
-# The GPU measurements, ready for a session that is lent a GPU machine (one H100 or H200 with
-# 16 cores): the test suite on CUDA, self-play with 1, 4 and 15 workers on one inference
-# process, training speed, then each data method for one GPU-hour and its ladder rating.
-# Everything goes to benchmarks/results/gpu/ (JSON per bench; each hour's record as compare.sh
-# keeps it). Resumable: a finished step's output is kept and the step skipped.
+# The GPU measurements, for a session that is lent a GPU machine (one H100 or H200 with 16
+# cores): the CUDA tests and the whole suite with CUDA as every test's `auto` device, the
+# evaluator's, training's, self-play's and the UCI engine's speed on the GPU (each against the
+# card's matmul peak or the bare net, measured in the same run), then each data method for one
+# GPU-hour and its ladder rating.
 #
 #   benchmarks/gpu.sh [STEP...]      steps: test bench hours ladder (default: all, in order)
-set -euo pipefail
+#
+# A lease is short and its machine has no network: PY names an interpreter that already has
+# the dependencies (default .venv/bin/python), SUITE_S caps the whole suite (default 600 s; it
+# runs on WORKERS pytest-xdist workers, default 14, when pytest-xdist is there) and BENCH_S each
+# benchmark (default 150 s). Records go to GPU_OUT (default benchmarks/results/gpu): env.txt,
+# cuda-tests.log, suite.log, bench.jsonl (one line per benchmark: its command and JSON), and
+# each hour's record as compare.sh keeps it. The hours and the ladder resume; test and bench
+# run again.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-FZ=.venv/bin/frugalzero
-OUT=benchmarks/results/gpu
+PY=${PY:-.venv/bin/python}
+OUT=${GPU_OUT:-benchmarks/results/gpu}
+SUITE_S=${SUITE_S:-600}
+BENCH_S=${BENCH_S:-150}
+WORKERS=${WORKERS:-14}
+export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 STEPS=("${@:-test bench hours ladder}")
 read -r -a STEPS <<< "${STEPS[*]}"
 
-once() {  # FILE COMMAND...: run COMMAND into FILE unless FILE is there already
-    local file=$1
-    shift
-    [ -s "$file" ] && return 0
-    "$@" > "$file.tmp" && mv "$file.tmp" "$file"
+bench() {  # one `frugalzero bench` into bench.jsonl, with its command
+    echo "== bench $*"
+    local line
+    line=$(timeout "$BENCH_S" "$PY" -m frugalzero bench "$@" --json 2>>"$OUT/bench.err")
+    echo "$line"
+    "$PY" -c 'import json, sys; print(json.dumps({"command": sys.argv[1], "result": json.loads(sys.argv[2])}))' \
+        "frugalzero bench $*" "${line:-null}" >> "$OUT/bench.jsonl"
 }
 
 for step in "${STEPS[@]}"; do
     case $step in
         test)
-            nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/device.txt"
-            once "$OUT/test.txt" make test ;;
+            {
+                date -u
+                nvidia-smi -L
+                "$PY" -c "import torch, chess; print('torch', torch.__version__, 'cuda', \
+torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__version__)"
+                echo "cores $(nproc)"
+            } > "$OUT/env.txt" 2>&1
+            cat "$OUT/env.txt"
+            "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_planes.py 2>&1 \
+                | tee "$OUT/cuda-tests.log" | tail -3
+            xdist=()
+            "$PY" -c "import xdist" 2>/dev/null && xdist=(-n "$WORKERS")
+            timeout "$SUITE_S" "$PY" -m pytest -v -rf --tb=short -p no:cacheprovider \
+                "${xdist[@]}" 2>&1 | tee "$OUT/suite.log" | grep -E "FAILED|ERROR|passed|failed"
+            ;;
         bench)
-            once "$OUT/bench-nn.json" $FZ bench nn --arch small --batch 1024 --json
-            once "$OUT/bench-nn-medium.json" $FZ bench nn --arch medium --batch 1024 --json
-            once "$OUT/bench-selfplay-workers.json" \
-                $FZ bench selfplay --arch small --sims 64 --workers 1,4,15 --json
-            once "$OUT/bench-train.json" $FZ bench train --arch small --json
-            once "$OUT/bench-train-medium.json" $FZ bench train --arch medium --json ;;
+            : > "$OUT/bench.jsonl"
+            bench nn --arch small --device cuda --rounds 5
+            bench nn --arch medium --device cuda --rounds 5 --batch 1024
+            bench train --arch small --device cuda --rounds 3 --seconds 3
+            bench train --arch medium --device cuda --rounds 3 --seconds 3 --batch 1024
+            bench selfplay --arch small --device cuda --rounds 2 --seconds 5 --workers 1,8
+            bench uci --net default --rounds 2 --positions 8
+            ;;
         hours)  # the five methods, one GPU-hour each, from nothing
             PRESET=gpu-1h benchmarks/compare.sh 60 runs/gpu-1h ;;
         ladder)
             for method in sfgames eps-explore selfplay contempt gumbel; do
                 net=benchmarks/results/60min-gpu/$method/final.safetensors
-                [ -f "$net" ] || continue
-                once "benchmarks/results/60min-gpu/$method/ladder.json" $FZ ladder \
-                    "net:$net?nodes=400" --pgn "benchmarks/results/60min-gpu/$method/ladder.pgn" \
-                    --resume --json
+                json=benchmarks/results/60min-gpu/$method/ladder.json
+                [ -f "$net" ] && [ ! -s "$json" ] || continue
+                "$PY" -m frugalzero ladder "net:$net?nodes=400" \
+                    --pgn "benchmarks/results/60min-gpu/$method/ladder.pgn" --resume --json \
+                    > "$json.tmp" && mv "$json.tmp" "$json"
             done ;;
         *) echo "unknown step $step (test bench hours ladder)" >&2; exit 2 ;;
     esac

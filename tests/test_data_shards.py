@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import subprocess_env
 from frugalzero.data import codec
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import (
@@ -191,8 +190,7 @@ def test_killed_writer_leaves_no_partial_shard(tmp_path, mode):
     script = tmp_path / "writer.py"
     script.write_text(textwrap.dedent(_WRITER))
     out = tmp_path / "out"
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
-    proc = subprocess.Popen([sys.executable, str(script), str(out), mode], env=env)
+    proc = subprocess.Popen([sys.executable, str(script), str(out), mode], env=subprocess_env())
     if mode == "random":
         deadline = time.monotonic() + 60
         while len(list(out.glob("*.fzs"))) < 3 and time.monotonic() < deadline:

@@ -9,12 +9,12 @@ import stat
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import chess
 import pytest
 import torch
 
+from conftest import subprocess_env
 from frugalzero.errors import UserError
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 from frugalzero.nn.model import PolicyValueNet, architecture
@@ -66,8 +66,8 @@ def test_light_modules_do_not_import_torch():
         "frugalzero.runtime.progress.progress_bar('x', 'count', enabled=False)\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    command = [sys.executable, "-c", code]
+    result = subprocess.run(command, env=subprocess_env(), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import chess
 import numpy as np
@@ -14,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import frugalzero
-from conftest import shared_file
+from conftest import shared_file, subprocess_env
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
@@ -49,8 +46,7 @@ def test_search_imports_without_torch() -> None:
     """The search is pure Python and NumPy: it takes evaluations, never the network (a fresh
     interpreter, so other tests' imports do not count)."""
     code = "import frugalzero.search, frugalzero.chess, sys; assert 'torch' not in sys.modules"
-    here = str(Path(frugalzero.__file__).parents[1])  # this checkout's frugalzero
-    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": here})
+    subprocess.run([sys.executable, "-c", code], check=True, env=subprocess_env())
 
 
 # -- mates -------------------------------------------------------------------------------------

@@ -361,6 +361,32 @@ def test_adam_state_survives_a_restart(tmp_path):
     assert _losses(tmp_path / "b") == _losses(tmp_path / "a")
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_resumed_optimizer_buffers_are_laid_out_as_their_parameters(tmp_path, optimizer):
+    """Saved contiguous, channels-last convolutions' buffers come back in their parameter's
+    layout: CUDA's fused kernels refuse a buffer whose strides differ from its parameter's."""
+    cfg = config(optimizer=optimizer, swa_cycles=0, channels_last=True)
+
+    def stop(t, phase, step, total):
+        if t.progress.global_step == 1:
+            t.request_stop()
+
+    with pytest.raises(TrainingInterrupted):
+        Trainer(cfg, tiny(), tmp_path, tensorboard=False, on_step=stop).run_iteration(
+            TensorSet(synthetic(64))
+        )
+    resumed = Trainer(cfg, tiny(7), tmp_path, tensorboard=False)
+    layouts = [
+        (p.stride(), buffer.stride())
+        for p, state in resumed.optimizer.state.items()
+        for buffer in state.values()
+        if isinstance(buffer, torch.Tensor) and buffer.shape == p.shape
+    ]
+    assert len(layouts) >= len(list(resumed.net.parameters()))
+    assert any(not p.is_contiguous() for p in resumed.net.parameters())  # channels-last ones
+    assert all(a == b for a, b in layouts)
+
+
 def test_resume_refuses_other_data_or_settings_mid_iteration(tmp_path):
     data = TensorSet(synthetic(64))
 

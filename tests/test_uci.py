@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import chess
 import chess.engine
 import pytest
 
-import frugalzero
+from conftest import subprocess_env
 from frugalzero.chess.history import GameHistory
 from frugalzero.cli import main
 from frugalzero.uci import NetSearcher, SearchRequest
@@ -145,8 +143,7 @@ def test_the_engine_answers_before_torch_is_loaded():
     """The network loads in the background; the protocol and the searcher module need no torch
     (a fresh interpreter, so other tests' imports do not count)."""
     code = "import frugalzero.uci, sys; assert 'torch' not in sys.modules"
-    here = str(Path(frugalzero.__file__).parents[1])  # this checkout's frugalzero
-    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": here})
+    subprocess.run([sys.executable, "-c", code], check=True, env=subprocess_env())
 
 
 @pytest.fixture(scope="module")
@@ -268,14 +265,13 @@ def test_bench_uci_reports_nodes_per_second_against_the_raw_net(capsys):
 def test_an_unreadable_network_stops_the_engine_with_the_reason(tmp_path):
     broken = tmp_path / "broken.safetensors"
     broken.write_bytes(b"not a network at all")
-    here = str(Path(frugalzero.__file__).parents[1])  # this checkout's frugalzero
     proc = subprocess.run(
         [sys.executable, "-m", "frugalzero", "uci", "--net", str(broken)],
         input="uci\nisready\ngo nodes 10\n",
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PYTHONPATH": here},
+        env=subprocess_env(),
     )
     lines = proc.stdout.splitlines()
     assert proc.returncode == 1 and "uciok" in lines

@@ -5,21 +5,18 @@ real engine process."""
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import chess
 import chess.engine
 import pytest
 
-import frugalzero
+from conftest import subprocess_env
 
-SRC = str(Path(frugalzero.__file__).parents[1])  # this checkout's frugalzero
 FASTCHESS_FEN = "3r2k1/p5n1/1pq1p2p/2p3p1/2P1P1n1/1P1P2pP/PN1Q2K1/5R2 w - - 0 27"
 
 
@@ -33,7 +30,7 @@ class Uci:
             stdout=subprocess.PIPE,
             text=True,
             bufsize=1,
-            env={**os.environ, "PYTHONPATH": SRC},
+            env=subprocess_env(),
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.board = chess.Board()

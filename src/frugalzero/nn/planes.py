@@ -51,16 +51,18 @@ def encode_on(frames: torch.Tensor, meta: torch.Tensor) -> torch.Tensor:
     reps = frames[:, :, 12, 0].to(torch.int64)  # the count fits the word's low byte (0-2)
     steps[..., 12] = (reps >= 1)[:, None, None, :]
     steps[..., 13] = (reps >= 2)[:, None, None, :]
-    m = meta.to(torch.float32)
+    # float64 as NumPy divides: CUDA divides a float32 by a Python number as a multiplication
+    # by its float32 reciprocal, one ulp off NumPy's quotient for 5/100, 9/100, ...
+    m = meta.to(torch.float64)
     castling = torch.where(black[:, None], m[:, CASTLING_BLACK], m[:, CASTLING_WHITE])
     aux = torch.cat(
         [
-            black[:, None].to(torch.float32),
+            black[:, None].to(torch.float64),
             m[:, 6:7] / ENCODING_SPEC["move_count_scale"],
             castling,
             m[:, 5:6] / ENCODING_SPEC["no_progress_scale"],
         ],
         dim=1,
     )
-    out[..., HISTORY * PLANES_PER_STEP :] = aux[:, None, None, :]
+    out[..., HISTORY * PLANES_PER_STEP :] = aux.to(torch.float32)[:, None, None, :]
     return out.permute(0, 3, 1, 2)

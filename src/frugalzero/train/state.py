@@ -82,14 +82,24 @@ def optimizer_state(opt: torch.optim.Optimizer) -> tuple[dict[str, Any], dict[st
 def load_optimizer_state(
     opt: torch.optim.Optimizer, data: dict[str, Any], tensors: dict[str, torch.Tensor]
 ) -> None:
+    params = [p for group in opt.param_groups for p in group["params"]]
     state: dict[int, dict[str, Any]] = {}
     for name, value in tensors.items():
         if name.startswith("opt."):
             _, index, key = name.split(".", 2)
-            state.setdefault(int(index), {})[key] = value
+            state.setdefault(int(index), {})[key] = _like(params[int(index)], value)
     for index, entry in data["scalars"].items():
         state.setdefault(int(index), {}).update(entry)
     opt.load_state_dict({"state": state, "param_groups": data["param_groups"]})
+
+
+def _like(param: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """A buffer the shape of its parameter laid out as the parameter is (channels-last
+    convolutions): saved contiguous, it would stop CUDA's fused kernels, which want a
+    parameter, its gradient and its buffers stride for stride."""
+    if value.shape != param.shape:
+        return value  # a step count
+    return torch.empty_like(param, dtype=value.dtype).copy_(value)
 
 
 # ---- files --------------------------------------------------------------------------------
