@@ -5,6 +5,8 @@
 #
 #   benchmarks/contempt.sh [GAMES] [NODES]
 #
+# NET names the net (default: default; the records were played by the stage-1 net, see
+# CONTEMPT.md).
 # Resumable: every configuration's games are PGN files of 10 games under
 # benchmarks/results/contempt/selfplay-NODES/NAME/ (each written whole); a run counts the games
 # there and plays only the missing ones, seeded by that count so they are new games. A killed
@@ -21,6 +23,7 @@ cd "$(dirname "$0")/.."
 
 GAMES=${1:-100}
 NODES=${2:-400}
+NET=${NET:-default}
 PY="$PWD/.venv/bin/python"
 OUT=benchmarks/results/contempt/selfplay-$NODES
 WORK=runs/contempt/selfplay-$NODES
@@ -53,7 +56,7 @@ for name in "${ORDER[@]}"; do
     while [ "$have" -lt "$GAMES" ]; do
         echo "$name: $have of $GAMES games"
         # shellcheck disable=SC2086  # the settings are words on purpose
-        "$PY" -m frugalzero selfplay --net default --games $((GAMES - have)) --sims "$NODES" \
+        "$PY" -m frugalzero selfplay --net "$NET" --games $((GAMES - have)) --sims "$NODES" \
             --seed "$have" --out "$WORK/$name" --pgn "$dir" \
             --concurrent $((GAMES - have)) --games-per-shard 10 \
             --set search.resign_threshold=-1 ${CONFIGS[$name]} > /dev/null

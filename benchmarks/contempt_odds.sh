@@ -6,6 +6,8 @@
 #
 #   benchmarks/contempt_odds.sh [GAMES] [NSCL] [NODES...]     (defaults: 100 28 50 200 800)
 #
+# NET names the net (default: default; the records were played by the stage-1 net, see
+# CONTEMPT.md).
 # The opponent is chosen once and kept in benchmarks/results/contempt/odds/opponent.txt: the
 # first of CANDIDATES (weakest first, ladder rungs) against which PUCT at the middle node count,
 # giving queen odds, scores at most 40% over 10 games (the strongest if none does; each probe
@@ -17,6 +19,7 @@ cd "$(dirname "$0")/.."
 
 GAMES=${1:-100}
 NSCL=${2:-28}
+NET=${NET:-default}
 if [ $# -gt 2 ]; then NODES=("${@:3}"); else NODES=(50 200 800); fi
 PY="$PWD/.venv/bin/python"
 OUT=benchmarks/results/contempt/odds
@@ -53,7 +56,7 @@ match() {  # PGN GAMES A B [match options...]: play the games still missing from
 middle=${NODES[$(( ${#NODES[@]} / 2 ))]}
 if [ ! -s "$OUT/opponent.txt" ]; then
     for candidate in "${CANDIDATES[@]}"; do
-        score=$("$PY" -m frugalzero match "net:default?nodes=$middle&policy_temperature=1" \
+        score=$("$PY" -m frugalzero match "net:$NET?nodes=$middle&policy_temperature=1" \
             "$candidate" --games 10 \
             --odds queen --odds-giver first $PLAY_OUT --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["score"])')
         echo "probe: PUCT at $middle nodes, queen odds, against $candidate: $score" \
@@ -75,11 +78,11 @@ odds_tables() {  # ODDS: PUCT and the hybrid at every node count
     local odds=$1 nodes
     for nodes in "${NODES[@]}"; do
         # shellcheck disable=SC2086
-        match "$OUT/$odds-puct-$nodes.pgn" "$GAMES" "net:default?nodes=$nodes&$WIDE" \
+        match "$OUT/$odds-puct-$nodes.pgn" "$GAMES" "net:$NET?nodes=$nodes&$WIDE" \
             "$opponent" --odds "$odds" --odds-giver first $PLAY_OUT $SEATS
         # shellcheck disable=SC2086
         match "$OUT/$odds-hybrid-$nodes.pgn" "$GAMES" \
-            "net:default?nodes=$nodes&nscl=$NSCL&$WIDE" "$opponent" \
+            "net:$NET?nodes=$nodes&nscl=$NSCL&$WIDE" "$opponent" \
             --odds "$odds" --odds-giver first $PLAY_OUT $SEATS
     done
 }
@@ -90,8 +93,8 @@ odds_tables queen
 SAME="temperature=0.7&temperature_decay_plies=10&final_temperature=0.1&temperature_plies=100000"
 SAME="$SAME&root_noise=true&dirichlet_epsilon=0.1&dirichlet_alpha=0.12&$WIDE"
 # shellcheck disable=SC2086
-match "$OUT/hybrid5-vs-puct-400.pgn" "$GAMES" "net:default?nodes=400&nscl=5&$SAME" \
-    "net:default?nodes=400&$SAME" $SEATS
+match "$OUT/hybrid5-vs-puct-400.pgn" "$GAMES" "net:$NET?nodes=400&nscl=5&$SAME" \
+    "net:$NET?nodes=400&$SAME" $SEATS
 
 odds_tables knight
 
@@ -100,7 +103,7 @@ odds_tables knight
 for nscl in 10 100; do
     # shellcheck disable=SC2086
     match "$OUT/tune-queen-nscl$nscl-$middle.pgn" "$GAMES" \
-        "net:default?nodes=$middle&nscl=$nscl&$WIDE" "$opponent" \
+        "net:$NET?nodes=$middle&nscl=$nscl&$WIDE" "$opponent" \
         --odds queen --odds-giver first $PLAY_OUT $SEATS
 done
 

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The shipped net (net:default): Stockfish's games at 400 nodes from random 8-ply openings,
-# a fresh net trained on them, its raw policy's agreement with Stockfish on the held-out
-# suite, then its ladder rating at 400 nodes per move.
+# a net trained on them, its raw policy's agreement with Stockfish on the held-out suite, then
+# its ladder rating at 400 nodes per move.
 #
 #   benchmarks/train_default.sh [OUT]          (default: runs/strong)
 #
-# The recipe's knobs are environment variables; the defaults are the recipe of the net shipped
-# now (44 + 53 + 21 minutes on the 2-core development machine):
+# The shipped net took two runs of this script (benchmarks/RESULTS.md): stage 1 with the
+# defaults (a fresh net on 22,000 games: 44 + 53 + 21 minutes on the 2-core machine), then
+# stage 2 going on from stage 1's net with 66,000 more games, one pass:
+#   INIT=runs/strong/small.safetensors GAMES=66000 EPOCHS=1 SEED=3026 benchmarks/train_default.sh runs/stage2
+# (the shipped stage 2 ran with SEED=2026, whose first part repeats stage 1's first 2,000
+# openings: give stage 2 a seed of its own). The recipe's knobs are environment variables:
 #   GAMES=22000   Stockfish games, made in parts of PART=2000 (part i has seed SEED+i, SEED=2026)
 #   MULTIPV=1     Stockfish lines per position (>1: a soft policy target over them)
 #   ARCH=small    the net (small, medium, ...); HEAD=scalar or wdl (its value head)
