@@ -117,7 +117,7 @@ class SearchConfig:
 
 
 PLAY_POLICY_TEMPERATURE = 1.6
-"""The policy temperature our nets play with. The shipped net at 400 nodes found Stockfish's
+"""The policy temperature our nets play with. The stage-1 net at 400 nodes found Stockfish's
 depth-12 move on the held-out suite 37.2% of the time at 1.0, 38.3% at 1.4, 38.8% at 1.8 and
 37.7% at 2.4 (benchmarks/play_temperature.sh); head to head, 1.6 scored +30 =2 -24 against 1.0
 (benchmarks/RESULTS.md, "The search's settings for play")."""
