@@ -11,13 +11,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("FRUGALZERO_SHARED", ROOT.parent / "shared"))
 
 
-def subprocess_env() -> dict[str, str]:
-    """The environment for a fresh interpreter that must import this checkout's frugalzero:
-    its src first, then whatever PYTHONPATH already held (dependencies installed elsewhere)."""
-    path = [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))}
-
-
 def shared_file(relative: str) -> Path:
     """A file of ../shared, or a clean skip when this checkout has no ../shared beside it."""
     path = SHARED / relative

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import subprocess_env
 from frugalzero.data import codec
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import (
@@ -25,6 +24,7 @@ from frugalzero.data.shards import (
     write_shard,
 )
 from frugalzero.data.synthetic import every_kind_games, selfplay_like_games
+from frugalzero.runtime.interpreter import own_code_env
 
 
 def assert_same_games(a: list[GameRecord], b: list[GameRecord]) -> None:
@@ -174,6 +174,7 @@ _WRITER = """
 import os, signal, sys
 from frugalzero.data.shards import ShardWriter
 from frugalzero.data.synthetic import every_kind_games, selfplay_like_games
+from frugalzero.runtime.interpreter import own_code_env
 games = selfplay_like_games(4, seed=0)
 mode = sys.argv[2]
 if mode == "fsync":  # die after the data is written, before the shard gets its name
@@ -190,7 +191,7 @@ def test_killed_writer_leaves_no_partial_shard(tmp_path, mode):
     script = tmp_path / "writer.py"
     script.write_text(textwrap.dedent(_WRITER))
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, str(script), str(out), mode], env=subprocess_env())
+    proc = subprocess.Popen([sys.executable, str(script), str(out), mode], env=own_code_env())
     if mode == "random":
         deadline = time.monotonic() + 60
         while len(list(out.glob("*.fzs"))) < 3 and time.monotonic() < deadline:

@@ -14,13 +14,13 @@ import chess
 import pytest
 import torch
 
-from conftest import subprocess_env
 from frugalzero.errors import UserError
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 from frugalzero.nn.model import PolicyValueNet, architecture
 from frugalzero.runtime import device as rd
 from frugalzero.runtime.cores import available_cores
 from frugalzero.runtime.files import atomic_write_bytes, atomic_write_text
+from frugalzero.runtime.interpreter import own_code_env
 from frugalzero.runtime.progress import progress_bar, stderr_console
 from frugalzero.runtime.weights import arrays_to_state_dict, weights_to_arrays
 
@@ -63,11 +63,12 @@ def test_light_modules_do_not_import_torch():
     code = (
         "import sys\n"
         "import frugalzero.runtime.files, frugalzero.runtime.cores, frugalzero.runtime.progress\n"
+        "import frugalzero.runtime.interpreter\n"
         "frugalzero.runtime.progress.progress_bar('x', 'count', enabled=False)\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     command = [sys.executable, "-c", code]
-    result = subprocess.run(command, env=subprocess_env(), capture_output=True, text=True)
+    result = subprocess.run(command, env=own_code_env(), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
 

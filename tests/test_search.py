@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import shared_file, subprocess_env
+from conftest import shared_file
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
 from frugalzero.chess.rules import game_ending, leaf_status
+from frugalzero.runtime.interpreter import own_code_env
 from frugalzero.search import (
     HashEvaluator,
     SearchConfig,
@@ -46,7 +47,7 @@ def test_search_imports_without_torch() -> None:
     """The search is pure Python and NumPy: it takes evaluations, never the network (a fresh
     interpreter, so other tests' imports do not count)."""
     code = "import frugalzero.search, frugalzero.chess, sys; assert 'torch' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True, env=subprocess_env())
+    subprocess.run([sys.executable, "-c", code], check=True, env=own_code_env())
 
 
 # -- mates -------------------------------------------------------------------------------------

@@ -12,9 +12,9 @@ import chess
 import chess.engine
 import pytest
 
-from conftest import subprocess_env
 from frugalzero.chess.history import GameHistory
 from frugalzero.cli import main
+from frugalzero.runtime.interpreter import own_code_env
 from frugalzero.uci import NetSearcher, SearchRequest
 from frugalzero.uci.searcher import PLAY
 
@@ -143,7 +143,7 @@ def test_the_engine_answers_before_torch_is_loaded():
     """The network loads in the background; the protocol and the searcher module need no torch
     (a fresh interpreter, so other tests' imports do not count)."""
     code = "import frugalzero.uci, sys; assert 'torch' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True, env=subprocess_env())
+    subprocess.run([sys.executable, "-c", code], check=True, env=own_code_env())
 
 
 @pytest.fixture(scope="module")
@@ -271,7 +271,7 @@ def test_an_unreadable_network_stops_the_engine_with_the_reason(tmp_path):
         capture_output=True,
         text=True,
         timeout=120,
-        env=subprocess_env(),
+        env=own_code_env(),
     )
     lines = proc.stdout.splitlines()
     assert proc.returncode == 1 and "uciok" in lines

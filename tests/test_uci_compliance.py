@@ -15,7 +15,7 @@ import chess
 import chess.engine
 import pytest
 
-from conftest import subprocess_env
+from frugalzero.runtime.interpreter import own_code_env
 
 FASTCHESS_FEN = "3r2k1/p5n1/1pq1p2p/2p3p1/2P1P1n1/1P1P2pP/PN1Q2K1/5R2 w - - 0 27"
 
@@ -30,7 +30,7 @@ class Uci:
             stdout=subprocess.PIPE,
             text=True,
             bufsize=1,
-            env=subprocess_env(),
+            env=own_code_env(),
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.board = chess.Board()

@@ -24,16 +24,15 @@ so the same engine always has the same name.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-import frugalzero
 from frugalzero.errors import UserError
 from frugalzero.evaluate.clock import TimeControl, parse_time_control
+from frugalzero.runtime.interpreter import own_code_env
 
 KINDS = ("net", "stockfish", "fairy", "glaurung", "uci", "random")
 BINARIES = {
@@ -262,7 +261,5 @@ def uci_command(spec: EngineSpec) -> tuple[list[str], dict[str, str] | None]:
     installation that is running the match."""
     if spec.kind != "net":
         return [check_executable(spec)], None
-    code = str(Path(frugalzero.__file__).resolve().parents[1])
-    path = os.pathsep.join(filter(None, [code, os.environ.get("PYTHONPATH", "")]))
     argv = [sys.executable, "-m", "frugalzero", "uci", "--net", str(net_file(spec))]
-    return argv, {**os.environ, "PYTHONPATH": path}
+    return argv, own_code_env()

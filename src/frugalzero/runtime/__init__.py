@@ -1,6 +1,8 @@
 """What every package needs from the machine it runs on, written once: atomic file writes
 (``files``), usable cores (``cores``), device, precision and compilation (``device``), weights
-sent to another process (``weights``) and progress bars on stderr (``progress``).
+sent to another process (``weights``), progress bars on stderr (``progress``) and the
+environment of a fresh interpreter running this code (``interpreter``).
 
-Import the submodules themselves: ``files``, ``cores`` and ``progress`` stay free of torch, so
-CLIs and worker processes that only write files or draw bars do not pay for it."""
+Import the submodules themselves: ``files``, ``cores``, ``progress`` and ``interpreter`` stay
+free of torch, so CLIs and worker processes that only write files or draw bars do not pay for
+it."""
