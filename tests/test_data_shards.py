@@ -174,7 +174,6 @@ _WRITER = """
 import os, signal, sys
 from frugalzero.data.shards import ShardWriter
 from frugalzero.data.synthetic import every_kind_games, selfplay_like_games
-from frugalzero.runtime.interpreter import own_code_env
 games = selfplay_like_games(4, seed=0)
 mode = sys.argv[2]
 if mode == "fsync":  # die after the data is written, before the shard gets its name
