@@ -12,6 +12,7 @@ import torch
 
 from frugalzero.nn.checkpoint import NetFileError, NetMeta, load_net, save_net
 from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.runtime.interpreter import own_code_env
 
 
 @pytest.fixture()
@@ -107,6 +108,7 @@ def test_cli_reports_one_line_not_a_traceback(saved):
         [sys.executable, "-m", "frugalzero", "net", "info", str(path)],
         capture_output=True,
         text=True,
+        env=own_code_env(),
     )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()

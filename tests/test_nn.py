@@ -18,6 +18,7 @@ from frugalzero.chess.moves import NUM_MOVES
 from frugalzero.chess.positions import random_boards
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 from frugalzero.nn.model import ARCHITECTURES, PolicyValueNet, architecture
+from frugalzero.runtime.interpreter import own_code_env
 
 INLINE = EvaluatorConfig(device="cpu", backend="inline", precision="fp32", compile="off")
 
@@ -163,7 +164,11 @@ def test_unguarded_script_gets_a_clear_error(tmp_path):
         "Evaluator(PolicyValueNet(architecture('small')), EvaluatorConfig(compile='off'))\n"
     )
     result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=own_code_env(),
     )
     assert result.returncode != 0
     assert "guard its entry point" in result.stderr

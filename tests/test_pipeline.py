@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from frugalzero.runtime.interpreter import own_code_env
+
 RUN = [sys.executable, "-m", "frugalzero", "run"]
 # the smoke preset, made smaller still: each step takes seconds
 SMALL = [
@@ -45,7 +47,11 @@ def test_killed_run_resumes_and_keeps_every_finished_shard(tmp_path):
     run_dir = tmp_path / "run"
     cmd = RUN + ["--preset", "smoke", "--dir", str(run_dir), *SMALL]
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=own_code_env(),
     )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not shard_digests(run_dir):
@@ -58,7 +64,11 @@ def test_killed_run_resumes_and_keeps_every_finished_shard(tmp_path):
     assert before, "no shard was finished before the kill"
 
     resumed = subprocess.run(
-        RUN + ["--dir", str(run_dir), "--json"], capture_output=True, text=True, timeout=900
+        RUN + ["--dir", str(run_dir), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=own_code_env(),
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads(resumed.stdout)

@@ -25,7 +25,12 @@ ENGINE = [sys.executable, "-m", "frugalzero", "uci", "--nodes", "16"]
 @pytest.fixture()
 def raw_engine():
     proc = subprocess.Popen(
-        ENGINE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        ENGINE,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        env=own_code_env(),
     )
 
     def send(line: str) -> None:
@@ -52,7 +57,7 @@ def raw_engine():
 
 
 def test_a_whole_game_against_stockfish_1350():
-    engine = chess.engine.SimpleEngine.popen_uci(ENGINE)
+    engine = chess.engine.SimpleEngine.popen_uci(ENGINE, env=own_code_env())
     stockfish = chess.engine.SimpleEngine.popen_uci(STOCKFISH)
     try:
         stockfish.configure({"UCI_LimitStrength": True, "UCI_Elo": 1350, "Threads": 1})
