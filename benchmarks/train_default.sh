@@ -21,6 +21,10 @@
 #   EPOCHS=1.5    passes over the positions; LAMBDA=0.5: value target = LAMBDA x Stockfish's
 #                 evaluation + (1 - LAMBDA) x the result
 #   RUNGS=...     extra ladder flags (e.g. "--games-per-rung 60")
+#   DATA=OUT/data the shard folders to train on (several: space-separated); with GAMES=0 no
+#                 games are made, so a GPU machine can train on shards made elsewhere
+#   TRAIN=...     extra training flags (e.g. "--batch-size 1024 --device cuda")
+#   FZ=...        the command (default .venv/bin/frugalzero)
 #
 # Resumable at every stage, across sessions: a part is done when its JSON is there (a part cut
 # short is made again from scratch), training resumes from its run directory, and the ladder
@@ -39,7 +43,9 @@ LAMBDA=${LAMBDA:-0.5}
 INIT=${INIT:-}
 LR=${LR:-0}
 RUNGS=${RUNGS:-}
-FZ=.venv/bin/frugalzero
+DATA=${DATA:-$OUT/data}
+TRAIN=${TRAIN:-}
+FZ=${FZ:-.venv/bin/frugalzero}  # "python -m frugalzero" where there is no venv
 mkdir -p "$OUT/data"
 
 parts=$(((GAMES + PART - 1) / PART))
@@ -61,8 +67,9 @@ else
     start=(--arch "$ARCH" --value-head "$HEAD")
 fi
 if [ ! -s "$OUT/train.json" ]; then
-    $FZ train --data "$OUT/data" "${start[@]}" --out "$net" --epochs "$EPOCHS" --lr "$LR" \
-        --swa-cycles 0 --set value_lambda="$LAMBDA" --json > "$OUT/train.json.tmp"
+    # shellcheck disable=SC2086  # DATA and TRAIN are words on purpose
+    $FZ train --data $DATA "${start[@]}" --out "$net" --epochs "$EPOCHS" --lr "$LR" \
+        --swa-cycles 0 --set value_lambda="$LAMBDA" $TRAIN --json > "$OUT/train.json.tmp"
     mv "$OUT/train.json.tmp" "$OUT/train.json"
 fi
 # the raw policy (1 node) on the held-out suite, the best-move agreement
