@@ -21,8 +21,9 @@
 #   EPOCHS=1.5    passes over the positions; LAMBDA=0.5: value target = LAMBDA x Stockfish's
 #                 evaluation + (1 - LAMBDA) x the result
 #   RUNGS=...     extra ladder flags (e.g. "--games-per-rung 60")
-#   DATA=OUT/data the shard folders to train on (several: space-separated); with GAMES=0 no
-#                 games are made, so a GPU machine can train on shards made elsewhere
+#   DATA=         more shard folders to train on (space-separated), beside the games made
+#                 here in OUT/data; with GAMES=0 none are made, so a GPU machine can train on
+#                 shards made elsewhere
 #   TRAIN=...     extra training flags (e.g. "--batch-size 1024 --device cuda")
 #   FZ=...        the command (default .venv/bin/frugalzero)
 #
@@ -43,7 +44,7 @@ LAMBDA=${LAMBDA:-0.5}
 INIT=${INIT:-}
 LR=${LR:-0}
 RUNGS=${RUNGS:-}
-DATA=${DATA:-$OUT/data}
+DATA=${DATA:-}
 TRAIN=${TRAIN:-}
 FZ=${FZ:-.venv/bin/frugalzero}  # "python -m frugalzero" where there is no venv
 mkdir -p "$OUT/data"
@@ -68,7 +69,7 @@ else
 fi
 if [ ! -s "$OUT/train.json" ]; then
     # shellcheck disable=SC2086  # DATA and TRAIN are words on purpose
-    $FZ train --data $DATA "${start[@]}" --out "$net" --epochs "$EPOCHS" --lr "$LR" \
+    $FZ train --data "$OUT/data" $DATA "${start[@]}" --out "$net" --epochs "$EPOCHS" --lr "$LR" \
         --swa-cycles 0 --set value_lambda="$LAMBDA" $TRAIN --json > "$OUT/train.json.tmp"
     mv "$OUT/train.json.tmp" "$OUT/train.json"
 fi
