@@ -4,16 +4,19 @@ same size."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from rich.console import Console
 
 from frugalzero.config import load_config
+from frugalzero.errors import UserError
 from frugalzero.pipeline import loop as loop_module
 from frugalzero.pipeline.budget import MIN_FRACTION, fraction_left, scaled
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.loop import RunLoop
 from frugalzero.pipeline.state import IterationRecord
+from frugalzero.train.metrics import read_metrics
 from frugalzero.train.trainer import TrainingInterrupted
 
 
@@ -105,3 +108,41 @@ def test_a_run_plays_and_trains_the_cut_iteration_and_keeps_its_size(tmp_path, m
     trained = json.loads((run_dir / "train" / "train_state.json").read_text())
     assert trained["progress"]["global_step"] == 2  # half of train.steps
     assert config.generate.games == 8 and config.train.steps == 4  # the run's config is whole
+
+
+@pytest.mark.usefixtures("stockfish")
+def test_annealing_over_the_budget_sets_each_rate_by_the_minutes_spent(tmp_path, monkeypatch):
+    overrides = [
+        "budget.iterations=1",
+        "budget.minutes=10",
+        "budget.anneal=budget",
+        "generate.games=4",
+        "train.steps=6",
+        "train.log_every=1",
+        "train.swa_cycles=0",
+        "evaluation.games_vs_random=2",
+        "evaluation.games_vs_best=0",
+        "evaluation.final_games=0",
+    ]
+    config = load_config(RunConfig, "smoke", overrides)
+    clock = {"s": 120.0}  # the run's minutes spent: two, then one more at every step
+    monkeypatch.setattr(RunLoop, "elapsed", lambda self: clock["s"])
+    first_trainer = RunLoop._trainer_for
+
+    def ticking(self):
+        trainer = first_trainer(self)
+        trainer.on_step = lambda *a: clock.update(s=clock["s"] + 60.0)
+        return trainer
+
+    monkeypatch.setattr(RunLoop, "_trainer_for", ticking)
+    run_dir = tmp_path / "run"
+    RunLoop(config, run_dir, Console(quiet=True)).run()
+    rates = [r["lr"] for r in read_metrics(run_dir / "train", "train")]
+    peak, final = config.train.resolved_lr(), config.train.lr_final
+    assert len(rates) == 6
+    # each step's rate is the run's cosine at the minutes spent then, not the phase's own
+    # (which would start at the peak and end at peak x final after six steps)
+    seconds = [math.acos(2 * (r / peak - final) / (1 - final) - 1) / math.pi * 600 for r in rates]
+    assert seconds == pytest.approx([120.0, 180.0, 240.0, 300.0, 360.0, 420.0])
+    with pytest.raises(UserError, match="anneal 'budget' needs minutes"):
+        load_config(RunConfig, "smoke", ["budget.anneal=budget"])

@@ -26,7 +26,7 @@ from frugalzero.train.loss import (
     value_target,
 )
 from frugalzero.train.metrics import read_metrics
-from frugalzero.train.optim import cosine_lr
+from frugalzero.train.optim import cosine_lr, main_phase_lr
 from frugalzero.train.trainer import Trainer, TrainingInterrupted
 
 NAN = float("nan")
@@ -173,6 +173,11 @@ def test_lambda_schedule_and_cosine():
     assert cosine_lr(0, 100, 0.1, 0.01) == pytest.approx(0.1)
     assert cosine_lr(99, 100, 0.1, 0.01) == pytest.approx(0.001)
     assert cosine_lr(50, 101, 0.1, 0.0) == pytest.approx(0.05)
+    # a run annealing over its budget: the share of the run, not the step, places the rate
+    budget = TrainConfig(lr=0.1, lr_final=0.01)
+    assert main_phase_lr(budget, 0, 100, progress=0.5) == pytest.approx(0.0505)
+    assert main_phase_lr(budget, 99, 100, progress=0.0) == pytest.approx(0.1)
+    assert main_phase_lr(budget, 0, 100, progress=1.3) == pytest.approx(0.001)  # past the end
 
 
 def test_bad_config_values_are_one_line_errors():

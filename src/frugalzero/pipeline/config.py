@@ -32,12 +32,17 @@ class BudgetConfig:
     """With ``minutes``: cut the last iteration's games and training steps to what fits in the
     minutes left (measured on the finished iterations), so the run ends near its budget instead
     of up to an iteration past it; false = every iteration whole."""
+    anneal: Literal["iteration", "budget"] = "iteration"
+    """With a cosine rate: 'iteration' anneals every iteration from the peak rate, 'budget' once
+    over ``minutes`` (each step's rate set by the minutes elapsed, so only the last iterations
+    train at a low rate): for methods whose data does not come from the net (sfgames, pgn)."""
 
     def __post_init__(self) -> None:
         limits = (self.iterations, self.minutes, self.positions)
         checks = [
             (min(limits) >= 0, "limits must be >= 0"),
             (any(limits), "set iterations, minutes or positions (all are 0)"),
+            (self.anneal == "iteration" or self.minutes > 0, "anneal 'budget' needs minutes"),
         ]
         check(self, "budget", checks)
 

@@ -162,6 +162,9 @@ class RunLoop:
             net, meta = load_net(self.dir / INITIAL_NET)
             self._trainer = Trainer(train, net, self.dir / "train", parent=meta.net_id)
         self._trainer.config = train
+        if self.config.budget.anneal == "budget":
+            span = self.config.budget.minutes * 60
+            self._trainer.run_progress = lambda: self.elapsed() / span
         return self._trainer
 
     def _train(self) -> None:

@@ -68,14 +68,25 @@ def cosine_lr(step: int, total: int, lr: float, final_fraction: float) -> float:
     """Rate of step ``step`` (0-based) of ``total``: lr at the first, lr x final at the end."""
     if total <= 1:
         return lr
-    progress = min(step / (total - 1), 1.0)
+    return cosine_at(step / (total - 1), lr, final_fraction)
+
+
+def cosine_at(progress: float, lr: float, final_fraction: float) -> float:
+    """The cosine's rate at ``progress`` (0 = start, 1 = end; clamped to [0, 1])."""
+    progress = min(max(progress, 0.0), 1.0)
     return lr * (final_fraction + (1 - final_fraction) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def main_phase_lr(config: TrainConfig, step: int, total: int) -> float:
+def main_phase_lr(
+    config: TrainConfig, step: int, total: int, progress: float | None = None
+) -> float:
+    """The main phase's rate: its cosine runs over the phase's own steps, or, given
+    ``progress`` (a run annealing once over its whole budget), over that share of the run."""
     lr = config.resolved_lr()
     if config.lr_schedule == "constant":
         return lr
+    if progress is not None:
+        return cosine_at(progress, lr, config.lr_final)
     return cosine_lr(step, total, lr, config.lr_final)
 
 

@@ -199,6 +199,9 @@ class Trainer:
         self.average_net: PolicyValueNet | None = None
         self.on_step = on_step
         self.stop_requested = False
+        self.run_progress: Callable[[], float] | None = None
+        """Set by a run that anneals once over its budget: the share of it spent so far, which
+        then places each main-phase step on the cosine instead of the phase's own steps."""
         self._model: Any = self.net
         self.compiled = False
         self._skipped = torch.zeros((), device=self.device)  # steps skipped since the last save
@@ -256,9 +259,13 @@ class Trainer:
             return self._phase_metrics.get("main", {})
         total = self.main_steps(len(train))
         self._maybe_compile(total * self.config.batch_size)
-        result = self._run_steps(
-            train, "main", total, lambda s: main_phase_lr(self.config, s, total)
-        )
+        run_share = self.run_progress
+
+        def lr_at(step: int) -> float:
+            share = run_share() if run_share is not None else None
+            return main_phase_lr(self.config, step, total, share)
+
+        result = self._run_steps(train, "main", total, lr_at)
         self._phase_metrics["main"] = result
         self._enter("swa")
         return result
