@@ -35,7 +35,8 @@ class BudgetConfig:
     anneal: Literal["iteration", "budget"] = "iteration"
     """With a cosine rate: 'iteration' anneals every iteration from the peak rate, 'budget' once
     over ``minutes`` (each step's rate set by the minutes elapsed, so only the last iterations
-    train at a low rate): for methods whose data does not come from the net (sfgames, pgn)."""
+    train at a low rate): for methods whose data does not come from the net (sfgames, pgn). On
+    the cpu-1h hour it lost to 'iteration' (benchmarks/RESULTS.md)."""
 
     def __post_init__(self) -> None:
         limits = (self.iterations, self.minutes, self.positions)
