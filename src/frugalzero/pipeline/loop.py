@@ -268,7 +268,7 @@ class RunLoop:
 
     def _finish(self) -> None:
         s = self.state
-        if s.iterations and not s.final:
+        if s.iterations and not s.final and self.config.evaluation.final_games:
             self.console.print("final matches: last net vs random and vs the first iteration")
             s.final = final_matches(self.dir, self.config, s)
             rate_iterations(self.dir, self.config, s)
