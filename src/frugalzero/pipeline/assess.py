@@ -130,10 +130,9 @@ def evaluate_iteration(
 
 
 def final_matches(run_dir: Path, config: RunConfig, state: RunState) -> dict[str, Any]:
-    """The final net against random and against the first iteration's net."""
+    """The final net against random and against the first iteration's net (the loop calls it
+    only with iterations done and ``final_games`` set)."""
     ev = config.evaluation
-    if not ev.final_games or not state.iterations:
-        return {}
     last, first = state.iterations[-1].net, state.iterations[0].net
     spec = net_spec(run_dir, last, config)
     out = {
