@@ -28,7 +28,8 @@ def test_shards_command_counts_and_flags_damage(tmp_path, capsys):
 
 
 def test_bench_data_runs_and_reports_every_field(capsys):
-    args = ["bench", "data", "--games", "2", "--pgn-games", "4", "--batch", "16"]
+    args = ["bench", "data", "--games", "2", "--pgn-games", "4", "--replay-games", "4"]
+    args += ["--batch", "16"]
     args += ["--arch", "tiny", "--rounds", "1", "--seconds", "0.05", "--json"]
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
@@ -40,3 +41,5 @@ def test_bench_data_runs_and_reports_every_field(capsys):
     # (a loaded machine put it above 1 on two games); that only the new games are replayed is
     # tested on the behaviour itself (test_data_loader)
     assert data["window_replay_positions_per_s"] > 0 and data["window_moved_over_fresh"] > 0
+    assert data["replay_workers"] >= 1 and data["replay_workers_over_one"] > 0
+    assert data["replay_workers_positions_per_s"] > 0

@@ -133,7 +133,7 @@ def test_replay_window_takes_the_newest_games(shard_dir):
 
 
 def test_a_moving_window_replays_only_its_new_games(shard_dir, monkeypatch):
-    from frugalzero.train import data as train_data
+    from frugalzero.data import replay
     from frugalzero.train.data import PositionSet
 
     everything = select_all([shard_dir])
@@ -142,8 +142,8 @@ def test_a_moving_window_replays_only_its_new_games(shard_dir, monkeypatch):
     PositionSet.load(older, replayed=replayed)
     assert len(replayed) == older.games
     reads = []
-    real = train_data.read_columns
-    monkeypatch.setattr(train_data, "read_columns", lambda path: reads.append(path) or real(path))
+    real = replay.read_columns
+    monkeypatch.setattr(replay, "read_columns", lambda path: reads.append(path) or real(path))
     moved = PositionSet.load(everything, replayed=replayed)  # the window took in new games
     assert 0 < len(reads) < 4  # only the shards holding new games were read, of four
     fresh = PositionSet.load(everything)
@@ -201,3 +201,53 @@ def test_damaged_shard_and_bad_game_are_skipped(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "b.fzs" in err and "c.fzs: game 0 skipped" in err
     assert len(got) == 2 * games[0].positions + games[1].positions
+
+
+def test_worker_processes_replay_exactly_what_one_process_does(tmp_path, monkeypatch, capsys):
+    from frugalzero.data.loader import pack
+    from frugalzero.train import data as train_data
+    from frugalzero.train.data import PositionSet
+
+    monkeypatch.setattr(train_data, "MIN_GAMES_PER_WORKER", 1)  # tiny data, real processes
+    with ShardWriter(tmp_path, "w", games_per_shard=3) as writer:
+        for game in [*selfplay_like_games(5, seed=4), *every_kind_games()]:
+            writer.add(game)
+    illegal = GameRecord(chess.STARTING_FEN, ["e2e4", "e7e5", "e1e3"], [None] * 3, 1, "pgn")
+    illegal.targets = list(every_kind_games()[0].targets[:3])
+    write_shard(tmp_path / "x-bad-game.fzs", [illegal, *selfplay_like_games(2, seed=8)])
+    damaged = write_shard(tmp_path / "y-damaged.fzs", selfplay_like_games(2, seed=3))
+    everything = select_all([tmp_path])
+    data = bytearray(damaged.read_bytes())  # damaged after it was selected
+    data[len(data) // 2] ^= 1
+    damaged.write_bytes(bytes(data))
+    capsys.readouterr()
+    alone = PositionSet.load(everything, workers=0)
+    alone_err = capsys.readouterr().err
+    carried: dict = {}
+    older = Selection(everything.parts[:2])
+    PositionSet.load(older, replayed=carried, workers=2)
+    seen = []
+    together = PositionSet.load(
+        everything, lambda d, t: seen.append((d, t)), replayed=carried, workers=2
+    )
+    err = capsys.readouterr().err
+    assert "x-bad-game.fzs: game 0 skipped" in err and err.count("y-damaged.fzs") == 1
+    assert alone_err.count("warning") == err.count("warning")
+    assert together.skipped_games == alone.skipped_games == 1 + 2
+    assert together.fingerprint == alone.fingerprint and len(together) == len(alone) > 0
+    assert seen[-1] == (everything.games, everything.games)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert len(carried) == everything.games - 3  # skipped games are not carried
+    a, b = pack(alone.samples), pack(together.samples)
+    for name in (
+        "frames",
+        "meta",
+        "legal",
+        "legal_len",
+        "policy_index",
+        "policy_prob",
+        "policy_len",
+    ):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert np.array_equal(a.values, b.values, equal_nan=True)
+    assert not np.isnan(a.values[:, 3]).all() and np.isnan(a.values[:, 3]).any()  # WDL both ways

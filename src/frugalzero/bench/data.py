@@ -18,6 +18,9 @@ from typing import Any
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--games", type=int, default=60, help="synthetic self-play games")
     parser.add_argument("--pgn-games", type=int, default=200, help="synthetic PGN games")
+    parser.add_argument(
+        "--replay-games", type=int, default=400, help="synthetic games replayed with workers"
+    )
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--arch", default="small", help="network of the training step")
     parser.add_argument("--workers", type=int, default=-1, help="loader workers; -1 = default")
@@ -103,15 +106,46 @@ def _window_replay(games: list, out: Path, rounds: int) -> tuple[float, float]:
     fresh_s, ratios = [], []
     for _ in range(rounds):
         carried: dict = {}
-        PositionSet.load(last, replayed=carried)
+        PositionSet.load(last, replayed=carried, workers=0)
         t0 = time.perf_counter()
-        PositionSet.load(window, replayed=carried)
+        PositionSet.load(window, replayed=carried, workers=0)
         moved = time.perf_counter() - t0
         t0 = time.perf_counter()
-        PositionSet.load(window)
+        PositionSet.load(window, workers=0)
         fresh_s.append(time.perf_counter() - t0)
         ratios.append(moved / fresh_s[-1])
     return round(window.positions / median(fresh_s), 1), round(median(ratios), 3)
+
+
+def _replay_with_workers(games: int, out: Path, rounds: int) -> dict[str, Any]:
+    """``PositionSet.load`` of ``games`` new games in eight shards, in this process and in one
+    worker process per core (their start-up counted): positions per second and the ratio."""
+    from frugalzero.bench.timing import median
+    from frugalzero.data.selection import select_all
+    from frugalzero.data.shards import ShardWriter
+    from frugalzero.data.synthetic import selfplay_like_games
+    from frugalzero.runtime.cores import available_cores
+    from frugalzero.train.data import PositionSet
+
+    with ShardWriter(out, "w", games_per_shard=max(1, games // 8)) as writer:
+        for game in selfplay_like_games(games, seed=3):
+            writer.add(game)
+    selection = select_all([out])
+    workers = available_cores()
+    seconds: dict[int, list[float]] = {0: [], workers: []}
+    for _ in range(rounds):
+        for n in seconds:
+            t0 = time.perf_counter()
+            PositionSet.load(selection, legal_cache=0, workers=n)
+            seconds[n].append(time.perf_counter() - t0)
+    return {
+        "replay_workers": workers,
+        "replay_one_process_positions_per_s": round(selection.positions / median(seconds[0]), 1),
+        "replay_workers_positions_per_s": round(selection.positions / median(seconds[workers]), 1),
+        "replay_workers_over_one": round(
+            median([a / b for a, b in zip(seconds[0], seconds[workers])]), 3
+        ),
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -189,6 +223,7 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         return round(median([x / y for x, y in zip(rounds[a], rounds[b])]), 3)
 
     replay_rate, moved_over_fresh = _window_replay(games, tmp / "window", args.rounds)
+    with_workers = _replay_with_workers(args.replay_games, tmp / "replay", min(3, args.rounds))
 
     return {
         "bytes_per_position": round(shard.stat().st_size / positions, 2),
@@ -208,6 +243,7 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "train_fed_samples_per_s": round(median(rounds["fed"]), 1),
         "window_replay_positions_per_s": replay_rate,
         "window_moved_over_fresh": moved_over_fresh,
+        **with_workers,
         "loader_over_train": ratio("load", "train"),
         "fed_over_train": ratio("fed", "train"),
         "arch": args.arch,

@@ -21,7 +21,14 @@ import torch
 from frugalzero.chess.encoding import encode
 from frugalzero.chess.moves import NUM_MOVES
 from frugalzero.data import codec
-from frugalzero.data.replay import LegalCache, ReplayError, Sample, replay_game, stack_history
+from frugalzero.data.replay import (
+    LegalCache,
+    ReplayError,
+    Sample,
+    replay_game,
+    sample_values,
+    stack_history,
+)
 from frugalzero.data.selection import Part, Selection, replay_window, select_all
 from frugalzero.data.shards import ShardError, read_columns, warn
 from frugalzero.runtime.cores import available_cores
@@ -116,10 +123,7 @@ def pack(samples: list[Sample]) -> CompactBatch:
         ),
         policy_prob=np.concatenate([s.policy_probs for s in samples]).astype(np.float32),
         policy_len=np.array([len(s.policy_indices) for s in samples], dtype=np.int32),
-        values=np.array(
-            [(s.z, s.search_value, s.expert_value, *s.expert_wdl) for s in samples],
-            dtype=np.float32,
-        ),
+        values=sample_values(samples),
     )
 
 

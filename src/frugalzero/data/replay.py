@@ -2,12 +2,14 @@
 
 Replaying costs one python-chess ``push`` and one frame per ply, and one legal-move listing
 per trained position (~55 us, the main cost of loading). Positions recur (openings, book
-starts), so legal moves are cached by position.
+starts), so legal moves are cached by position. Worker processes replay a shard's games and
+send them back flat (``ReplayedGames``): a few arrays, not a pickled object per position.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import chess
 import numpy as np
@@ -16,6 +18,7 @@ from frugalzero.chess.encoding import FRAME_WORDS, HISTORY, board_meta
 from frugalzero.chess.history import GameHistory, position_key
 from frugalzero.chess.moves import NUM_MOVES, legal_moves_and_indices, move_to_index
 from frugalzero.data import codec
+from frugalzero.data.shards import ShardError, read_columns
 
 NAN = float("nan")
 
@@ -134,3 +137,109 @@ def stack_history(samples: list[Sample]) -> np.ndarray:
     for n, s in enumerate(samples):
         out[n] = s.frames[s.row - HISTORY + 1 : s.row + 1][::-1]
     return out
+
+
+def sample_values(samples: list[Sample]) -> np.ndarray:
+    """(N, 6) float32: z, search value, expert value, expert W, D, L of each sample."""
+    return np.array(
+        [(s.z, s.search_value, s.expert_value, *s.expert_wdl) for s in samples],
+        dtype=np.float32,
+    ).reshape(len(samples), 6)
+
+
+def replay_shard_games(
+    path: Path, games: list[int], cache: LegalCache
+) -> tuple[list[tuple[int, list[Sample]]], list[str], int]:
+    """(game number, samples) of the games of ``path`` that replay, what went wrong (one line
+    per bad game, or one for a shard that cannot be read), and how many games were skipped."""
+    try:
+        _, columns = read_columns(path)
+    except ShardError as exc:
+        return [], [f"skipping shard: {exc}"], len(games)
+    off = codec.offsets(columns)
+    replayed, skipped = [], []
+    for game in games:
+        try:
+            replayed.append((game, replay_game(columns, off, game, cache)))
+        except ReplayError as exc:
+            skipped.append(f"{path}: game {game} skipped: {exc}")
+    return replayed, skipped, len(skipped)
+
+
+@dataclass(slots=True)
+class ReplayedGames:
+    """Some replayed games of one shard as flat arrays: what a worker process sends back.
+    Pickling a ``Sample`` per position would cost the parent about as much as replaying."""
+
+    games: list[int]  # game numbers, in order
+    samples_per_game: np.ndarray  # int32
+    frames: np.ndarray  # (F, 13) uint64: each game's padded frames, one game after another
+    frames_per_game: np.ndarray  # int32
+    rows: np.ndarray  # int32, per sample
+    meta: np.ndarray  # (N, 7) int32
+    legal: np.ndarray  # int16, concatenated; legal_len says where each sample's ends
+    legal_len: np.ndarray
+    policy_indices: np.ndarray  # int16, concatenated
+    policy_probs: np.ndarray  # float32, concatenated
+    policy_len: np.ndarray
+    values: np.ndarray  # (N, 6) float32, see sample_values
+    messages: list[str]  # what did not replay: games, or the whole shard
+    skipped_games: int
+
+    @classmethod
+    def of(
+        cls, replayed: list[tuple[int, list[Sample]]], messages: list[str], skipped_games: int
+    ) -> ReplayedGames:
+        """The flat form of ``replay_shard_games``'s answer."""
+        samples = [s for _, game in replayed for s in game]
+        no_frames = np.zeros((0, FRAME_WORDS), np.uint64)
+        firsts = [game[0].frames if game else no_frames for _, game in replayed]
+        empty = np.zeros(0, np.int16)
+        return cls(
+            games=[g for g, _ in replayed],
+            samples_per_game=np.array([len(game) for _, game in replayed], np.int32),
+            frames=np.concatenate(firsts or [no_frames]),
+            frames_per_game=np.array([len(f) for f in firsts], np.int32),
+            rows=np.array([s.row for s in samples], np.int32),
+            meta=np.array([s.meta for s in samples], np.int32).reshape(len(samples), 7),
+            legal=np.concatenate([s.legal for s in samples] or [empty]),
+            legal_len=np.array([len(s.legal) for s in samples], np.int32),
+            policy_indices=np.concatenate([s.policy_indices for s in samples] or [empty]),
+            policy_probs=np.concatenate(
+                [s.policy_probs for s in samples] or [np.zeros(0, np.float32)]
+            ),
+            policy_len=np.array([len(s.policy_indices) for s in samples], np.int32),
+            values=sample_values(samples),
+            messages=messages,
+            skipped_games=skipped_games,
+        )
+
+    def unpack(self) -> list[tuple[int, list[Sample]]]:
+        """(game number, samples) again; the samples' arrays are views of these arrays."""
+
+        def split(flat: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
+            return np.split(flat, np.cumsum(lengths)[:-1]) if len(lengths) else []
+
+        frames = split(self.frames, self.frames_per_game)
+        legal = split(self.legal, self.legal_len)
+        indices = split(self.policy_indices, self.policy_len)
+        probs = split(self.policy_probs, self.policy_len)
+        rows, values = self.rows.tolist(), self.values.tolist()
+        meta = [tuple(m) for m in self.meta.tolist()]
+        out, n = [], 0
+        for game, count, game_frames in zip(self.games, self.samples_per_game.tolist(), frames):
+            samples = []
+            for j in range(n, n + count):
+                z, sv, ev, w, d, loss = values[j]
+                wdl = NO_WDL if w != w else (w, d, loss)
+                targets = (legal[j], indices[j], probs[j], z, sv, ev, wdl)
+                samples.append(Sample(game_frames, rows[j], meta[j], *targets))
+            out.append((game, samples))
+            n += count
+        return out
+
+
+def replay_flat(task: tuple[str, list[int], int]) -> ReplayedGames:
+    """A worker process's job: games ``task[1]`` of shard ``task[0]``, legal cache ``task[2]``."""
+    path, games, legal_cache = task
+    return ReplayedGames.of(*replay_shard_games(Path(path), games, LegalCache(legal_cache)))

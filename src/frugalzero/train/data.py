@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+import multiprocessing as mp
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 import torch
 
-from frugalzero.data import codec
 from frugalzero.data.loader import CompactBatch, TrainingBatch, assemble, pack
-from frugalzero.data.replay import LegalCache, ReplayError, Sample, replay_game
+from frugalzero.data.replay import LegalCache, Sample, replay_flat, replay_shard_games
 from frugalzero.data.selection import Selection, select_all, split_holdout
-from frugalzero.data.shards import ShardError, read_columns, warn
+from frugalzero.data.shards import warn
 from frugalzero.errors import UserError
+from frugalzero.runtime.cores import available_cores
 from frugalzero.runtime.files import atomic_write_text
 
 VALIDATION_FILE = "validation.json"
@@ -66,49 +67,82 @@ class PositionSet:
         progress: Callable[[int, int], None] | None = None,
         legal_cache: int = 50_000,
         replayed: dict[tuple[str, int], list[Sample]] | None = None,
+        workers: int = -1,
     ) -> PositionSet:
         """Replay every game of ``selection`` once; games that do not replay are skipped,
         counted and reported, never fatal. ``replayed`` carries games from one load to the next
         (a run's replay window moves on by an iteration's games): those found there are not
-        replayed again, and afterwards it holds exactly this selection's games."""
-        cache = LegalCache(legal_cache)
+        replayed again, and afterwards it holds exactly this selection's games. ``workers``
+        processes replay at once (-1: one per available core); a small load stays here."""
         known = replayed if replayed is not None else {}
+        tasks = []
+        for part in selection.parts:
+            path = str(part.shard.path)
+            missing = [game for game in part.game_numbers() if (path, game) not in known]
+            if missing:
+                tasks.append((path, missing))
+        total = selection.games
+        done = total - sum(len(games) for _, games in tasks)
+        fresh: dict[tuple[str, int], list[Sample]] = {}
+        skipped = 0
+        reported: set[str] = set()
+        for path, asked, games, messages, lost in _replay(tasks, legal_cache, workers):
+            for message in messages:
+                if message not in reported:  # a shard split among workers fails once each
+                    reported.add(message)
+                    warn(message)
+            skipped += lost
+            fresh.update(((path, game), game_samples) for game, game_samples in games)
+            done += asked
+            if progress is not None:
+                progress(done, total)
         kept: dict[tuple[str, int], list[Sample]] = {}
         samples: list[Sample] = []
-        skipped = 0
-        total = selection.games
-        done = 0
         for part in selection.parts:
-            keys = [(str(part.shard.path), game) for game in part.game_numbers()]
-            missing = [key for key in keys if key not in known]
-            columns = off = None
-            if missing:
-                try:
-                    _, columns = read_columns(part.shard.path)
-                except ShardError as exc:
-                    warn(f"skipping shard: {exc}")
-                    skipped += len(missing)
-                off = codec.offsets(columns) if columns is not None else None
-            for key in keys:
+            path = str(part.shard.path)
+            for game in part.game_numbers():
+                key = (path, game)
                 game_samples = known.get(key)
-                if game_samples is None and columns is not None:
-                    try:
-                        game_samples = replay_game(columns, off, key[1], cache)
-                    except ReplayError as exc:
-                        warn(f"{part.shard.path}: game {key[1]} skipped: {exc}")
-                        skipped += 1
+                if game_samples is None:
+                    game_samples = fresh.get(key)
                 if game_samples is not None:
                     kept[key] = game_samples
                     samples.extend(game_samples)
-                done += 1
-                if progress is not None and done % 256 == 0:
-                    progress(done, total)
         if progress is not None:
-            progress(done, total)
+            progress(total, total)
         if replayed is not None:
             replayed.clear()
             replayed.update(kept)
         return cls(samples, selection_fingerprint(selection), skipped)
+
+
+MIN_GAMES_PER_WORKER = 64
+"""Fewer games than this per worker process and its start (about a second) costs more than
+it saves: the load stays in the calling process."""
+
+
+def _replay(
+    tasks: list[tuple[str, list[int]]], legal_cache: int, workers: int
+) -> Iterator[tuple[str, int, list[tuple[int, list[Sample]]], list[str], int]]:
+    """(shard, games asked, replayed games, messages, games skipped) per piece of ``tasks``,
+    in order: in worker processes when the load is big enough to pay for them."""
+    missing = sum(len(games) for _, games in tasks)
+    workers = available_cores() if workers < 0 else workers
+    workers = min(workers, missing // MIN_GAMES_PER_WORKER)
+    if workers <= 1:
+        cache = LegalCache(legal_cache)
+        for path, games in tasks:
+            yield path, len(games), *replay_shard_games(Path(path), games, cache)
+        return
+    chunk = max(MIN_GAMES_PER_WORKER, -(-missing // (4 * workers)))  # ~4 jobs a worker
+    jobs = [
+        (path, games[i : i + chunk], legal_cache)
+        for path, games in tasks
+        for i in range(0, len(games), chunk)
+    ]
+    with mp.get_context("spawn").Pool(workers) as pool:  # fork beside torch threads can hang
+        for (path, games, _), flat in zip(jobs, pool.imap(replay_flat, jobs)):
+            yield path, len(games), flat.unpack(), flat.messages, flat.skipped_games
 
 
 class TensorSet:
