@@ -209,6 +209,9 @@ def test_worker_processes_replay_exactly_what_one_process_does(tmp_path, monkeyp
     from frugalzero.train.data import PositionSet
 
     monkeypatch.setattr(train_data, "MIN_GAMES_PER_WORKER", 1)  # tiny data, real processes
+    pools = []
+    spawn = train_data.mp.get_context
+    monkeypatch.setattr(train_data.mp, "get_context", lambda how: pools.append(how) or spawn(how))
     with ShardWriter(tmp_path, "w", games_per_shard=3) as writer:
         for game in [*selfplay_like_games(5, seed=4), *every_kind_games()]:
             writer.add(game)
@@ -231,6 +234,7 @@ def test_worker_processes_replay_exactly_what_one_process_does(tmp_path, monkeyp
         everything, lambda d, t: seen.append((d, t)), replayed=carried, workers=2
     )
     err = capsys.readouterr().err
+    assert pools == ["spawn", "spawn"]  # both loads with workers went to worker processes
     assert "x-bad-game.fzs: game 0 skipped" in err and err.count("y-damaged.fzs") == 1
     assert alone_err.count("warning") == err.count("warning")
     assert together.skipped_games == alone.skipped_games == 1 + 2
