@@ -25,8 +25,8 @@ from frugalzero.data.replay import (
     LegalCache,
     ReplayError,
     Sample,
+    flat_targets,
     replay_game,
-    sample_values,
     stack_history,
 )
 from frugalzero.data.selection import Part, Selection, replay_window, select_all
@@ -116,14 +116,7 @@ def pack(samples: list[Sample]) -> CompactBatch:
     return CompactBatch(
         frames=stack_history(samples),
         meta=np.array([s.meta for s in samples], dtype=np.int64),
-        legal=np.concatenate([s.legal for s in samples]).astype(np.int16, copy=False),
-        legal_len=np.array([len(s.legal) for s in samples], dtype=np.int32),
-        policy_index=np.concatenate([s.policy_indices for s in samples]).astype(
-            np.int16, copy=False
-        ),
-        policy_prob=np.concatenate([s.policy_probs for s in samples]).astype(np.float32),
-        policy_len=np.array([len(s.policy_indices) for s in samples], dtype=np.int32),
-        values=sample_values(samples),
+        **flat_targets(samples),
     )
 
 

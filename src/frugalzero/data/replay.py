@@ -147,15 +147,38 @@ def sample_values(samples: list[Sample]) -> np.ndarray:
     ).reshape(len(samples), 6)
 
 
+def ragged(parts: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """Arrays of different lengths as one flat ``dtype`` array and their lengths (int32)."""
+    lengths = np.array([len(part) for part in parts], dtype=np.int32)
+    flat = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+    return flat, lengths
+
+
+def flat_targets(samples: list[Sample]) -> dict[str, np.ndarray]:
+    """The samples' legal moves, policies and values as flat arrays with their lengths, under
+    the names ``CompactBatch`` and ``ReplayedGames`` share."""
+    legal, legal_len = ragged([s.legal for s in samples], np.int16)
+    policy_index, policy_len = ragged([s.policy_indices for s in samples], np.int16)
+    return {
+        "legal": legal,
+        "legal_len": legal_len,
+        "policy_index": policy_index,
+        "policy_prob": ragged([s.policy_probs for s in samples], np.float32)[0],
+        "policy_len": policy_len,
+        "values": sample_values(samples),
+    }
+
+
 def replay_shard_games(
     path: Path, games: list[int], cache: LegalCache
-) -> tuple[list[tuple[int, list[Sample]]], list[str], int]:
-    """(game number, samples) of the games of ``path`` that replay, what went wrong (one line
-    per bad game, or one for a shard that cannot be read), and how many games were skipped."""
+) -> tuple[list[tuple[int, list[Sample]]], list[str]]:
+    """(game number, samples) of the games of ``path`` that replay, and what went wrong: one
+    line per bad game, or one for a shard that cannot be read. The games not in the first
+    list were skipped."""
     try:
         _, columns = read_columns(path)
     except ShardError as exc:
-        return [], [f"skipping shard: {exc}"], len(games)
+        return [], [f"skipping shard: {exc}"]
     off = codec.offsets(columns)
     replayed, skipped = [], []
     for game in games:
@@ -163,7 +186,7 @@ def replay_shard_games(
             replayed.append((game, replay_game(columns, off, game, cache)))
         except ReplayError as exc:
             skipped.append(f"{path}: game {game} skipped: {exc}")
-    return replayed, skipped, len(skipped)
+    return replayed, skipped
 
 
 @dataclass(slots=True)
@@ -177,41 +200,31 @@ class ReplayedGames:
     frames_per_game: np.ndarray  # int32
     rows: np.ndarray  # int32, per sample
     meta: np.ndarray  # (N, 7) int32
+    messages: list[str]  # what did not replay: games, or the whole shard
     legal: np.ndarray  # int16, concatenated; legal_len says where each sample's ends
     legal_len: np.ndarray
-    policy_indices: np.ndarray  # int16, concatenated
-    policy_probs: np.ndarray  # float32, concatenated
+    policy_index: np.ndarray  # int16, concatenated
+    policy_prob: np.ndarray  # float32, concatenated
     policy_len: np.ndarray
     values: np.ndarray  # (N, 6) float32, see sample_values
-    messages: list[str]  # what did not replay: games, or the whole shard
-    skipped_games: int
 
     @classmethod
-    def of(
-        cls, replayed: list[tuple[int, list[Sample]]], messages: list[str], skipped_games: int
-    ) -> ReplayedGames:
+    def of(cls, replayed: list[tuple[int, list[Sample]]], messages: list[str]) -> ReplayedGames:
         """The flat form of ``replay_shard_games``'s answer."""
         samples = [s for _, game in replayed for s in game]
         no_frames = np.zeros((0, FRAME_WORDS), np.uint64)
-        firsts = [game[0].frames if game else no_frames for _, game in replayed]
-        empty = np.zeros(0, np.int16)
+        frames, frames_per_game = ragged(
+            [game[0].frames if game else no_frames for _, game in replayed], np.uint64
+        )
         return cls(
             games=[g for g, _ in replayed],
             samples_per_game=np.array([len(game) for _, game in replayed], np.int32),
-            frames=np.concatenate(firsts or [no_frames]),
-            frames_per_game=np.array([len(f) for f in firsts], np.int32),
+            frames=frames.reshape(-1, FRAME_WORDS),
+            frames_per_game=frames_per_game,
             rows=np.array([s.row for s in samples], np.int32),
             meta=np.array([s.meta for s in samples], np.int32).reshape(len(samples), 7),
-            legal=np.concatenate([s.legal for s in samples] or [empty]),
-            legal_len=np.array([len(s.legal) for s in samples], np.int32),
-            policy_indices=np.concatenate([s.policy_indices for s in samples] or [empty]),
-            policy_probs=np.concatenate(
-                [s.policy_probs for s in samples] or [np.zeros(0, np.float32)]
-            ),
-            policy_len=np.array([len(s.policy_indices) for s in samples], np.int32),
-            values=sample_values(samples),
             messages=messages,
-            skipped_games=skipped_games,
+            **flat_targets(samples),
         )
 
     def unpack(self) -> list[tuple[int, list[Sample]]]:
@@ -222,8 +235,8 @@ class ReplayedGames:
 
         frames = split(self.frames, self.frames_per_game)
         legal = split(self.legal, self.legal_len)
-        indices = split(self.policy_indices, self.policy_len)
-        probs = split(self.policy_probs, self.policy_len)
+        indices = split(self.policy_index, self.policy_len)
+        probs = split(self.policy_prob, self.policy_len)
         rows, values = self.rows.tolist(), self.values.tolist()
         meta = [tuple(m) for m in self.meta.tolist()]
         out, n = [], 0

@@ -86,12 +86,12 @@ class PositionSet:
         fresh: dict[tuple[str, int], list[Sample]] = {}
         skipped = 0
         reported: set[str] = set()
-        for path, asked, games, messages, lost in _replay(tasks, legal_cache, workers):
+        for path, asked, games, messages in _replay(tasks, legal_cache, workers):
             for message in messages:
                 if message not in reported:  # a shard split among workers fails once each
                     reported.add(message)
                     warn(message)
-            skipped += lost
+            skipped += asked - len(games)
             fresh.update(((path, game), game_samples) for game, game_samples in games)
             done += asked
             if progress is not None:
@@ -123,8 +123,8 @@ it saves: the load stays in the calling process."""
 
 def _replay(
     tasks: list[tuple[str, list[int]]], legal_cache: int, workers: int
-) -> Iterator[tuple[str, int, list[tuple[int, list[Sample]]], list[str], int]]:
-    """(shard, games asked, replayed games, messages, games skipped) per piece of ``tasks``,
+) -> Iterator[tuple[str, int, list[tuple[int, list[Sample]]], list[str]]]:
+    """(shard, games asked, replayed games, messages) per piece of ``tasks``,
     in order: in worker processes when the load is big enough to pay for them."""
     missing = sum(len(games) for _, games in tasks)
     workers = available_cores() if workers < 0 else workers
@@ -142,7 +142,7 @@ def _replay(
     ]
     with mp.get_context("spawn").Pool(workers) as pool:  # fork beside torch threads can hang
         for (path, games, _), flat in zip(jobs, pool.imap(replay_flat, jobs)):
-            yield path, len(games), flat.unpack(), flat.messages, flat.skipped_games
+            yield path, len(games), flat.unpack(), flat.messages
 
 
 class TensorSet:
