@@ -15,8 +15,13 @@ cd "$(dirname "$0")/.."
 NET=${1:-default}
 OUT=${2:-benchmarks/results/play}
 SUITE=benchmarks/results/epd/heldout-sf12.epd
-DEFAULT_SETTINGS="pt10=&policy_temperature=1 pt14=&policy_temperature=1.4
-    pt18=&policy_temperature=1.8 pt24=&policy_temperature=2.4 c2=&c_init=2.0&policy_temperature=1"
+# The recorded temperature screen gathered one leaf per batch (16 positions at once, when a
+# match gathered 16 // positions-at-once leaves); a match now gathers 8 at any concurrency, so
+# the defaults name the 1 to repeat that screen.
+L1="&leaves_per_gather=1"
+DEFAULT_SETTINGS="pt10=$L1&policy_temperature=1 pt14=$L1&policy_temperature=1.4
+    pt18=$L1&policy_temperature=1.8 pt24=$L1&policy_temperature=2.4
+    c2=$L1&c_init=2.0&policy_temperature=1"
 SETTINGS=${SETTINGS:-$DEFAULT_SETTINGS}
 PY="$PWD/.venv/bin/python"
 mkdir -p "$OUT"

@@ -11,7 +11,7 @@ from frugalzero.chess.history import net_input_from_board
 from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig
 from frugalzero.evaluate.match import MatchConfig, play_match
-from frugalzero.evaluate.netplayer import net_configs
+from frugalzero.evaluate.netplayer import MATCH_LEAVES_PER_GATHER, net_configs
 from frugalzero.evaluate.specs import parse_spec
 from frugalzero.nn.checkpoint import save_net
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
@@ -83,6 +83,9 @@ def test_net_spec_keys_go_to_search_or_evaluator():
     paper = net_configs(parse_spec("net:default?nodes=50&policy_temperature=1"), 2)[0]
     assert paper.policy_temperature == 1.0  # ... unless the spec says otherwise
     assert workers == 1  # on a CPU one process searches for every seat
+    gathers = {net_configs(spec, seats)[0].leaves_per_gather for seats in (1, 2, 16)}
+    assert gathers == {MATCH_LEAVES_PER_GATHER}  # the same search at any concurrency
+    assert net_configs(parse_spec("net:default?leaves_per_gather=1"), 2)[0].leaves_per_gather == 1
     assert net_configs(parse_spec("net:default?nodes=50&workers=3"), 2)[2] == 2  # <= seats
     assert net_configs(parse_spec("net:default?nodes=1&workers=3"), 4)[2] == 1  # raw policy
     with pytest.raises(UserError, match="workers must be"):
