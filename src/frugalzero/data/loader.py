@@ -30,7 +30,7 @@ from frugalzero.data.replay import (
     stack_history,
 )
 from frugalzero.data.selection import Part, Selection, replay_window, select_all
-from frugalzero.data.shards import ShardError, read_columns, warn
+from frugalzero.data.shards import ShardError, game_skipped, read_columns, shard_skipped, warn
 from frugalzero.runtime.cores import available_cores
 
 
@@ -175,7 +175,7 @@ def _games(parts: list[Part], rng: np.random.Generator | None, open_shards: int,
             try:
                 _, columns = read_columns(part.shard.path)
             except ShardError as exc:
-                warn(f"skipping shard: {exc}")
+                warn(shard_skipped(exc))
                 continue
             if rng is not None:
                 numbers = list(rng.permutation(numbers))
@@ -195,7 +195,7 @@ def _samples(games, cache: LegalCache) -> Iterator[Sample]:
         try:
             yield from replay_game(columns, off, game, cache)
         except ReplayError as exc:
-            warn(f"{path}: game {game} skipped: {exc}")
+            warn(game_skipped(path, game, exc))
 
 
 class ShuffledPositions(torch.utils.data.IterableDataset):

@@ -18,7 +18,7 @@ from frugalzero.chess.encoding import FRAME_WORDS, HISTORY, board_meta
 from frugalzero.chess.history import GameHistory, position_key
 from frugalzero.chess.moves import NUM_MOVES, legal_moves_and_indices, move_to_index
 from frugalzero.data import codec
-from frugalzero.data.shards import ShardError, read_columns
+from frugalzero.data.shards import ShardError, game_skipped, read_columns, shard_skipped
 
 NAN = float("nan")
 
@@ -178,14 +178,14 @@ def replay_shard_games(
     try:
         _, columns = read_columns(path)
     except ShardError as exc:
-        return [], [f"skipping shard: {exc}"]
+        return [], [shard_skipped(exc)]
     off = codec.offsets(columns)
     replayed, skipped = [], []
     for game in games:
         try:
             replayed.append((game, replay_game(columns, off, game, cache)))
         except ReplayError as exc:
-            skipped.append(f"{path}: game {game} skipped: {exc}")
+            skipped.append(game_skipped(path, game, exc))
     return replayed, skipped
 
 

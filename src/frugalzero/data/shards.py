@@ -194,6 +194,16 @@ def warn(message: str) -> None:
     print(f"frugalzero: warning: {message}", file=sys.stderr, flush=True)
 
 
+def shard_skipped(exc: Exception) -> str:
+    """The warning for a shard that cannot be read: the rest of the data goes on."""
+    return f"skipping shard: {exc}"
+
+
+def game_skipped(path: str | Path, game: int, exc: Exception) -> str:
+    """The warning for one game of a shard that does not replay."""
+    return f"{path}: game {game} skipped: {exc}"
+
+
 def shard_paths(sources: Iterable[str | Path]) -> list[Path]:
     """Shard files named directly or found (recursively) in directories; sorted, unique.
 
@@ -232,7 +242,7 @@ def scan_shards(sources: Iterable[str | Path], verify: bool = True) -> list[Shar
                     _SCAN_CACHE[key] = info
             infos.append(info)
         except (ShardError, OSError) as exc:
-            warn(f"skipping shard: {exc}")
+            warn(shard_skipped(exc))
     return sorted(infos, key=lambda i: i.order_key)
 
 
