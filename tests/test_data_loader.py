@@ -158,6 +158,24 @@ def test_a_moving_window_replays_only_its_new_games(shard_dir, monkeypatch):
     assert len(replayed) == older.games
 
 
+def test_loading_positions_pauses_the_cycle_collector_and_restores_it(shard_dir):
+    import gc
+
+    from frugalzero.train.data import PositionSet
+
+    everything = select_all([shard_dir])
+    during: list[bool] = []
+    try:
+        for enabled_before in (True, False):
+            gc.enable() if enabled_before else gc.disable()
+            loaded = PositionSet.load(everything, lambda d, t: during.append(gc.isenabled()))
+            assert gc.isenabled() is enabled_before
+            assert len(loaded) == everything.positions
+    finally:
+        gc.enable()
+    assert during and not any(during)
+
+
 def test_holdout_is_fixed_whole_games_and_excluded(shard_dir):
     train, holdout = split_holdout([shard_dir], 0.1)
     total = select_all([shard_dir]).positions

@@ -185,7 +185,7 @@ def _evaluate_stream(reference, stream) -> None:
     """The raw evaluator on distinct positions, two batches in flight, as ``bench nn`` runs it,
     under the search's collector policy (``PausedGC``): otherwise the collector's passes over
     the self-play trees, still alive in this process, would land in the stream's time."""
-    from frugalzero.search.driver import PausedGC
+    from frugalzero.runtime.collector import PausedGC
 
     in_flight: deque = deque()
     with PausedGC():

@@ -1,8 +1,8 @@
 """What every package needs from the machine it runs on, written once: atomic file writes
 (``files``), usable cores (``cores``), device, precision and compilation (``device``), weights
-sent to another process (``weights``), progress bars on stderr (``progress``) and the
-environment of a fresh interpreter running this code (``interpreter``).
+sent to another process (``weights``), progress bars on stderr (``progress``), the
+environment of a fresh interpreter running this code (``interpreter``) and the cycle
+collector paused over work that makes millions of objects (``collector``).
 
-Import the submodules themselves: ``files``, ``cores``, ``progress`` and ``interpreter`` stay
-free of torch, so CLIs and worker processes that only write files or draw bars do not pay for
-it."""
+Import the submodules themselves: all but ``device`` and ``weights`` stay free of torch, so CLIs
+and worker processes that only write files or draw bars do not pay for it."""

@@ -9,14 +9,13 @@ network waits only when the Python side is the slower one.
 
 from __future__ import annotations
 
-import gc
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import chess
 
+from frugalzero.runtime.collector import PausedGC
 from frugalzero.search.tree import Node, SearchTree
 from frugalzero.search.types import Evaluates, SearchResult
 
@@ -29,45 +28,6 @@ class SearchTask(Protocol):
     tree: SearchTree
 
     def on_search_done(self) -> bool: ...
-
-
-class PausedGC:
-    """Python's cycle collector paused while searching, with a full collection on a timer.
-
-    Trees hold hundreds of thousands of small objects; with the collector on, its passes
-    over them cost ~40% of the search's Python time, and even young collections every 2 s
-    cost ~10% (measured, interleaved). Tree nodes link only downwards, so reference counting
-    frees a discarded subtree by itself: after self-play a full collection finds nothing to
-    free (measured). A full collection every few minutes (~0.5 s over ~10^6 objects) catches
-    anything else. The previous state is restored on exit; nesting is harmless.
-    """
-
-    def __init__(self, full_every: float = 300.0) -> None:
-        self.full_every = full_every
-
-    def __enter__(self) -> PausedGC:
-        self._was_enabled = gc.isenabled()
-        gc.disable()
-        self._full = time.perf_counter() + self.full_every
-        return self
-
-    def tick(self) -> None:
-        """Call often; collects when the period has passed. A caller that had the collector
-        off already (the UCI engine) keeps its own policy: no collections here."""
-        if not self._was_enabled:
-            return
-        now = time.perf_counter()
-        if now >= self._full:
-            gc.collect()
-            self._full = time.perf_counter() + self.full_every
-
-    def __exit__(self, *exc: object) -> None:
-        if self._was_enabled:
-            # one young pass now, over what is still alive: left to the re-enabled collector,
-            # everything allocated meanwhile would sit in its youngest generation and the
-            # caller's next few allocations would pay for traversing it
-            gc.collect(1)
-            gc.enable()
 
 
 class _OneSearch:
