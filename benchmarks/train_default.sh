@@ -10,7 +10,11 @@
 # stage 2 going on from stage 1's net with 66,000 more games, one pass:
 #   INIT=runs/strong/small.safetensors GAMES=66000 EPOCHS=1 SEED=3026 benchmarks/train_default.sh runs/stage2
 # (the shipped stage 2 ran with SEED=2026, whose first part repeats stage 1's first 2,000
-# openings: give stage 2 a seed of its own). The recipe's knobs are environment variables:
+# openings: give stage 2 a seed of its own). The `medium` net of RESULTS.md trained from
+# nothing on stages 2 and 3's shards on a GPU machine (6.6 min of an H200), then was rated here:
+#   GAMES=0 ARCH=medium LR=0.2 EPOCHS=1 LAMBDA=1 DATA="runs/stage2/data runs/stage3/data" \
+#       TRAIN="--batch-size 1024 --device cuda" benchmarks/train_default.sh runs/medium
+# The recipe's knobs are environment variables:
 #   GAMES=22000   Stockfish games, made in parts of PART=2000 (part i has seed SEED+i, SEED=2026)
 #   MULTIPV=1     Stockfish lines per position (>1: a soft policy target over them)
 #   ARCH=small    the net (small, medium, ...); HEAD=scalar or wdl (its value head)
