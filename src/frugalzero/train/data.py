@@ -78,57 +78,46 @@ class PositionSet:
         cycle collector is paused meanwhile: the samples hold no cycles, and its passes over
         the millions already loaded cost a third of the load (``runtime.collector``)."""
         with PausedGC():
-            return cls._load(selection, progress, legal_cache, replayed, workers)
-
-    @classmethod
-    def _load(
-        cls,
-        selection: Selection,
-        progress: Callable[[int, int], None] | None,
-        legal_cache: int,
-        replayed: dict[tuple[str, int], list[Sample]] | None,
-        workers: int,
-    ) -> PositionSet:
-        known = replayed if replayed is not None else {}
-        tasks = []
-        for part in selection.parts:
-            path = str(part.shard.path)
-            missing = [game for game in part.game_numbers() if (path, game) not in known]
-            if missing:
-                tasks.append((path, missing))
-        total = selection.games
-        done = total - sum(len(games) for _, games in tasks)
-        fresh: dict[tuple[str, int], list[Sample]] = {}
-        skipped = 0
-        reported: set[str] = set()
-        for path, asked, games, messages in _replay(tasks, legal_cache, workers):
-            for message in messages:
-                if message not in reported:  # a shard split among workers fails once each
-                    reported.add(message)
-                    warn(message)
-            skipped += asked - len(games)
-            fresh.update(((path, game), game_samples) for game, game_samples in games)
-            done += asked
+            known = replayed if replayed is not None else {}
+            tasks = []
+            for part in selection.parts:
+                path = str(part.shard.path)
+                missing = [game for game in part.game_numbers() if (path, game) not in known]
+                if missing:
+                    tasks.append((path, missing))
+            total = selection.games
+            done = total - sum(len(games) for _, games in tasks)
+            fresh: dict[tuple[str, int], list[Sample]] = {}
+            skipped = 0
+            reported: set[str] = set()
+            for path, asked, games, messages in _replay(tasks, legal_cache, workers):
+                for message in messages:
+                    if message not in reported:  # a shard split among workers fails once each
+                        reported.add(message)
+                        warn(message)
+                skipped += asked - len(games)
+                fresh.update(((path, game), game_samples) for game, game_samples in games)
+                done += asked
+                if progress is not None:
+                    progress(done, total)
+            kept: dict[tuple[str, int], list[Sample]] = {}
+            samples: list[Sample] = []
+            for part in selection.parts:
+                path = str(part.shard.path)
+                for game in part.game_numbers():
+                    key = (path, game)
+                    game_samples = known.get(key)
+                    if game_samples is None:
+                        game_samples = fresh.get(key)
+                    if game_samples is not None:
+                        kept[key] = game_samples
+                        samples.extend(game_samples)
             if progress is not None:
-                progress(done, total)
-        kept: dict[tuple[str, int], list[Sample]] = {}
-        samples: list[Sample] = []
-        for part in selection.parts:
-            path = str(part.shard.path)
-            for game in part.game_numbers():
-                key = (path, game)
-                game_samples = known.get(key)
-                if game_samples is None:
-                    game_samples = fresh.get(key)
-                if game_samples is not None:
-                    kept[key] = game_samples
-                    samples.extend(game_samples)
-        if progress is not None:
-            progress(total, total)
-        if replayed is not None:
-            replayed.clear()
-            replayed.update(kept)
-        return cls(samples, selection_fingerprint(selection), skipped)
+                progress(total, total)
+            if replayed is not None:
+                replayed.clear()
+                replayed.update(kept)
+            return cls(samples, selection_fingerprint(selection), skipped)
 
 
 MIN_GAMES_PER_WORKER = 64
