@@ -20,6 +20,7 @@ import chess
 
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.positions import ODDS_SQUARES, odds_board
+from frugalzero.runtime.collector import PausedGC
 from frugalzero.uci.timeman import TimeBudget, plan, side_clock
 
 ENGINE_NAME = "frugalzero"
@@ -259,9 +260,7 @@ class UciEngine:
         its pass over a search's new objects lands in a move's time, 30-60 ms after each
         search and over a second now and then (measured). Trees have no cycles, so reference
         counting frees them."""
-        automatic = gc.isenabled()
-        gc.disable()
-        try:
+        with PausedGC():  # no timed collections: the searches' own PausedGC sees it off
             for raw in self.inp:
                 line = raw.strip()
                 if not line:
@@ -274,9 +273,6 @@ class UciEngine:
             with self._lock:
                 self._quiet = True  # UCI: no bestmove (nor anything else) after quit
             self._finish_search()
-        finally:
-            if automatic:
-                gc.enable()
 
     def handle(self, line: str) -> bool:
         """Handle one command; False means quit."""
