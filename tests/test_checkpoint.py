@@ -12,6 +12,7 @@ import torch
 
 from frugalzero.nn.checkpoint import NetFileError, NetMeta, load_net, save_net
 from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.nn.shipped import SHIPPED_NETS, resolve_net_path
 from frugalzero.runtime.interpreter import own_code_env
 
 
@@ -124,3 +125,14 @@ def test_no_pickle_in_the_package():
     for source in root.rglob("*.py"):
         text = source.read_text()
         assert "pickle.load" not in text and "torch.load(" not in text, source
+
+
+def test_shipped_nets_load_by_name_and_default_is_the_larger():
+    """``default`` is the strongest net at equal nodes, ``small`` the cheap one a CPU user plays."""
+    params = {}
+    for name in SHIPPED_NETS:
+        net, meta = load_net(resolve_net_path(name))  # checksum verified
+        params[name] = sum(p.numel() for p in net.parameters())
+        assert meta.architecture.blocks > 0
+    assert params["default"] > 3 * params["small"]
+    assert resolve_net_path("my.safetensors").name == "my.safetensors"  # anything else: a path

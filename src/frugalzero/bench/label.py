@@ -13,9 +13,11 @@ import argparse
 import tempfile
 from typing import Any
 
+from frugalzero.nn.shipped import NET_HELP
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--net", default="default", help="network file, or 'default'")
+    parser.add_argument("--net", default="small", help=NET_HELP)
     parser.add_argument("--steps", type=int, default=32, help="exploration moves per round")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved measurement rounds")
     parser.add_argument("--nodes", type=int, default=1000, help="Stockfish nodes per move")
@@ -32,7 +34,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from frugalzero.expert.engine import EngineConfig
     from frugalzero.expert.explore import EpsExplore, ExploreConfig, label_playouts
     from frugalzero.expert.pool import StockfishPool
-    from frugalzero.nn.checkpoint import load_net, resolve_net_path
+    from frugalzero.nn.checkpoint import load_net
+    from frugalzero.nn.shipped import resolve_net_path
 
     config = ExploreConfig(
         games=args.games,

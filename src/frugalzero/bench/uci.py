@@ -13,6 +13,8 @@ import argparse
 import threading
 from typing import Any
 
+from frugalzero.nn.shipped import NET_HELP
+
 # Middlegame positions after eight moves each side (Stockfish's 8moves_v3 book, every 4,000th
 # line), and the position of the first report, 1.e4 e5 2.Nf3.
 POSITIONS = (
@@ -28,7 +30,7 @@ POSITIONS = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--net", default="default", help="network file, or 'default'")
+    parser.add_argument("--net", default="small", help=NET_HELP)
     parser.add_argument("--seconds", type=float, default=1.0, help="search time per position")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved measurement rounds")
     parser.add_argument(
@@ -54,8 +56,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from frugalzero.chess.encoding import encode
     from frugalzero.chess.history import GameHistory, net_input_from_board
     from frugalzero.chess.positions import random_boards
-    from frugalzero.nn.checkpoint import load_net, resolve_net_path
+    from frugalzero.nn.checkpoint import load_net
     from frugalzero.nn.evaluator import NetRunner, pack_inputs
+    from frugalzero.nn.shipped import resolve_net_path
     from frugalzero.runtime.cores import available_cores
     from frugalzero.uci import NetSearcher, SearchRequest
     from frugalzero.uci.timeman import TimeBudget

@@ -2,7 +2,7 @@
 
 Grammar: ``KIND[:PATH][?key=value&key=value...]``. The kinds:
 
-- ``net:PATH`` (``net:default`` = the shipped net): our network with our search;
+- ``net:PATH`` (``net:default``, ``net:small`` = the shipped nets): our network with our search;
   ``nodes=1`` plays the raw policy. Other keys are search settings. Under a clock (``tc``)
   the net plays through ``frugalzero uci`` instead, as GUI users meet it, and its other keys
   are that engine's UCI options.
@@ -247,7 +247,7 @@ def check_executable(spec: EngineSpec) -> str:
 
 def net_file(spec: EngineSpec) -> Path:
     """The network file of a ``net:`` engine, or a UserError before anything starts."""
-    from frugalzero.nn.checkpoint import resolve_net_path
+    from frugalzero.nn.shipped import resolve_net_path
 
     path = resolve_net_path(spec.path)
     if not path.is_file():

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from frugalzero.config_cli import add_config_flags, config_from_args
+from frugalzero.nn.shipped import NET_HELP
 
 # short flags of the docs and scripts
 EXPLORE_ALIASES = {
@@ -51,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     explore = subparsers.add_parser(
         "explore", help="ε-Explore: the network explores, Stockfish labels playouts"
     )
-    explore.add_argument("--net", default="default", help="network file, or 'default'")
+    explore.add_argument("--net", default="small", help=NET_HELP)
     explore.add_argument("--steps", type=int, required=True, help="exploration moves")
     explore.add_argument("--out", required=True, help="directory for the shards")
     _common_options(explore, "frugalzero.expert.explore:ExploreConfig", EXPLORE_ALIASES)
@@ -103,7 +104,8 @@ def _explore(args: argparse.Namespace) -> int:
     from frugalzero.chess.positions import load_book
     from frugalzero.data.shards import ShardWriter
     from frugalzero.expert.explore import EpsExplore, summary
-    from frugalzero.nn.checkpoint import load_net, resolve_net_path
+    from frugalzero.nn.checkpoint import load_net
+    from frugalzero.nn.shipped import resolve_net_path
     from frugalzero.output import emit
 
     _check_count("steps", args.steps)

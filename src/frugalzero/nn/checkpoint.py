@@ -14,7 +14,6 @@ import json
 import struct
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -175,16 +174,3 @@ def load_net(
         raise NetFileError(f"{path}: checksum mismatch: the file was changed after it was saved")
     net.load_state_dict(tensors)
     return net.to(device).eval(), meta
-
-
-DEFAULT_NET = "default"
-
-
-def default_net_path() -> Path:
-    """The network shipped inside the package (``net:default``)."""
-    return Path(str(resources.files("frugalzero") / "assets" / "default.safetensors"))
-
-
-def resolve_net_path(spec: str | Path) -> Path:
-    """``default`` names the shipped net; anything else is a path."""
-    return default_net_path() if str(spec) == DEFAULT_NET else Path(spec)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from frugalzero.nn.shipped import NET_HELP
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("net", help="create or inspect network files")
@@ -18,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     new.set_defaults(handler=_new)
 
     info = sub.add_parser("info", help="show a network file's metadata (after verifying it)")
-    info.add_argument("net", help="path, or 'default' for the shipped net")
+    info.add_argument("net", help=NET_HELP)
     info.add_argument("--json", action="store_true")
     info.set_defaults(handler=_info)
 
@@ -29,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run real positions and random planes through onnxruntime and PyTorch and report the "
         "largest differences. Needs the onnx extra: pip install 'frugalzero[onnx]'.",
     )
-    export.add_argument("net", help="path, or 'default' for the shipped net")
+    export.add_argument("net", help=NET_HELP)
     export.add_argument("--onnx", required=True, metavar="OUT.onnx", help="the ONNX file")
     export.add_argument(
         "--check", type=int, default=1000, help="positions compared (half real, half random)"
@@ -52,7 +54,8 @@ def _new(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from frugalzero.nn.checkpoint import load_net, resolve_net_path
+    from frugalzero.nn.checkpoint import load_net
+    from frugalzero.nn.shipped import resolve_net_path
     from frugalzero.output import emit
 
     path = resolve_net_path(args.net)
@@ -72,9 +75,10 @@ def _export(args: argparse.Namespace) -> int:
     from frugalzero.chess.encoding import encode
     from frugalzero.chess.history import net_input_from_board
     from frugalzero.chess.positions import random_boards
-    from frugalzero.nn.checkpoint import load_net, resolve_net_path
+    from frugalzero.nn.checkpoint import load_net
     from frugalzero.nn.evaluator import pack_inputs
     from frugalzero.nn.export import compare_with_torch, export_onnx
+    from frugalzero.nn.shipped import resolve_net_path
     from frugalzero.output import emit
 
     path = resolve_net_path(args.net)

@@ -91,8 +91,8 @@ class RunLoop:
             return
         import torch
 
-        from frugalzero.nn.checkpoint import resolve_net_path
         from frugalzero.nn.model import PolicyValueNet, architecture
+        from frugalzero.nn.shipped import resolve_net_path
 
         n = self.config.net
         if n.init:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from frugalzero.config_cli import add_config_flags, config_from_args
+from frugalzero.nn.shipped import NET_HELP
 
 # short flags of the docs and scripts
 ALIASES = {
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "search); many games at once share network batches. Writes shards of GameRecords, the "
         "resolved config and the statistics to --out.",
     )
-    parser.add_argument("--net", required=True, help="network file, or 'default' (shipped net)")
+    parser.add_argument("--net", required=True, help=NET_HELP)
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
@@ -45,7 +46,7 @@ def _selfplay(args: argparse.Namespace) -> int:
 
     from frugalzero.config import dump_toml, to_dict
     from frugalzero.data.shards import ShardWriter
-    from frugalzero.nn.checkpoint import resolve_net_path
+    from frugalzero.nn.shipped import resolve_net_path
     from frugalzero.output import emit, to_json
     from frugalzero.runtime.files import atomic_write_text
     from frugalzero.runtime.progress import progress_bar

@@ -64,8 +64,9 @@ def clear_run_dir(run_dir: Path) -> None:
 def _initial_net(args: argparse.Namespace, seed: int):
     import torch
 
-    from frugalzero.nn.checkpoint import load_net, resolve_net_path
+    from frugalzero.nn.checkpoint import load_net
     from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.shipped import resolve_net_path
 
     if args.net:
         if args.value_head:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from frugalzero.nn.shipped import DEFAULT_NET, NET_HELP
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("uci", help="play as a UCI engine on stdin/stdout")
-    parser.add_argument("--net", default="default", help="network file, or 'default'")
+    parser.add_argument("--net", default=DEFAULT_NET, help=NET_HELP)
     parser.add_argument("--nodes", type=int, default=400, help="nodes per move without a clock")
     parser.set_defaults(handler=_main)
 

@@ -93,8 +93,9 @@ class NetSearcher:
     # -- network ------------------------------------------------------------------------------
     def _load(self) -> None:
         try:
-            from frugalzero.nn.checkpoint import load_net, resolve_net_path
+            from frugalzero.nn.checkpoint import load_net
             from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
+            from frugalzero.nn.shipped import resolve_net_path
             from frugalzero.runtime.cores import available_cores
             from frugalzero.runtime.device import resolve_device
 
