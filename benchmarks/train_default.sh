@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
-# The shipped net (net:default): Stockfish's games at 400 nodes from random 8-ply openings,
-# a net trained on them, its raw policy's agreement with Stockfish on the held-out suite, then
-# its ladder rating at 400 nodes per move.
+# The shipped nets (net:default, net:small): Stockfish's games at 400 nodes from random 8-ply
+# openings, a net trained on them, its raw policy's agreement with Stockfish on the held-out
+# suite, then its ladder rating at 400 nodes per move.
 #
 #   benchmarks/train_default.sh [OUT]          (default: runs/strong)
 #
-# The shipped net took two runs of this script (benchmarks/RESULTS.md): stage 1 with the
+# net:small took three runs of this script (benchmarks/RESULTS.md): stage 1 with the
 # defaults (a fresh net on 22,000 games: 44 + 53 + 21 minutes on the 2-core machine), then
-# stage 2 going on from stage 1's net with 66,000 more games, one pass:
+# stages 2 and 3 going on from the last stage's net with 66,000 and 40,000 more games, one pass:
 #   INIT=runs/strong/small.safetensors GAMES=66000 EPOCHS=1 SEED=3026 benchmarks/train_default.sh runs/stage2
+#   INIT=runs/stage2/small.safetensors GAMES=40000 EPOCHS=1 SEED=3100 benchmarks/train_default.sh runs/stage3
 # (the shipped stage 2 ran with SEED=2026, whose first part repeats stage 1's first 2,000
-# openings: give stage 2 a seed of its own). The `medium` net of RESULTS.md trained from
-# nothing on stages 2 and 3's shards on a GPU machine (6.6 min of an H200), then was rated here:
+# openings: give stage 2 a seed of its own). net:default is a `medium` net trained from
+# nothing on stages 2 and 3's shards on a GPU machine (6.6 min of an H200), then rated here:
 #   GAMES=0 ARCH=medium LR=0.2 EPOCHS=1 LAMBDA=1 DATA="runs/stage2/data runs/stage3/data" \
 #       TRAIN="--batch-size 1024 --device cuda" benchmarks/train_default.sh runs/medium
 # The recipe's knobs are environment variables:
 #   GAMES=22000   Stockfish games, made in parts of PART=2000 (part i has seed SEED+i, SEED=2026)
 #   MULTIPV=1     Stockfish lines per position (>1: a soft policy target over them)
 #   ARCH=small    the net (small, medium, ...); HEAD=scalar or wdl (its value head)
-#   INIT=         start from this net instead of a fresh ARCH one (a file, or default: the
-#                 shipped net), so a later session goes on from the last shipped net with
+#   INIT=         start from this net instead of a fresh ARCH one (a file, or a shipped net's
+#                 name: default, small), so a later session goes on from a shipped net with
 #                 fresh games (give those a new SEED)
 #   LR=0          peak learning rate (0: the optimiser's default, 0.05 for SGD)
 #   EPOCHS=1.5    passes over the positions; LAMBDA=0.5: value target = LAMBDA x Stockfish's
