@@ -15,13 +15,8 @@ SHIPPED_NETS = ("default", "small")
 NET_HELP = "network file, or a shipped net: 'default' (strongest) or 'small' (3x cheaper a node)"
 
 
-def shipped_net_path(name: str) -> Path:
-    """The file of the shipped net ``name`` (one of SHIPPED_NETS)."""
-    if name not in SHIPPED_NETS:
-        raise ValueError(f"no shipped net named {name!r}")
-    return Path(str(resources.files("frugalzero") / "assets" / f"{name}.safetensors"))
-
-
 def resolve_net_path(spec: str | Path) -> Path:
-    """A shipped net's name names its file; anything else is a path."""
-    return shipped_net_path(str(spec)) if str(spec) in SHIPPED_NETS else Path(spec)
+    """A shipped net's name names its file inside the package; anything else is a path."""
+    if str(spec) in SHIPPED_NETS:
+        return Path(str(resources.files("frugalzero") / "assets" / f"{spec}.safetensors"))
+    return Path(spec)

@@ -57,7 +57,7 @@ class NetSection:
     value_head: Literal["scalar", "wdl"] = "scalar"
     """'scalar' (tanh) or 'wdl' (win/draw/loss logits)."""
     init: str = ""
-    """Start from this network file ('default' = the shipped net); empty = freshly initialised."""
+    """Start from this network file or shipped net ('default', 'small'); empty = fresh weights."""
     seed: int = 0
     """Seed of the initial weights."""
 
