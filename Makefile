@@ -1,8 +1,9 @@
 # The two commands of the README: `make demo` and `make test`. Each sets up what it needs:
-# a virtual environment, PyTorch (the machine's CPU wheel unless one is already there), this
-# package with its extras, and the engines the evaluation plays (Stockfish, Fairy-Stockfish,
-# Glaurung) from the distribution when they are missing from /usr/games; `make test` also
-# installs Chromium, in which the HTML report is tested.
+# a virtual environment, PyTorch (the machine's CPU wheel unless one is already there), a C++
+# compiler for the native search core (g++ from the distribution when there is none), this
+# package with its extras (building the core), and the engines the evaluation plays (Stockfish,
+# Fairy-Stockfish, Glaurung) from the distribution when they are missing from /usr/games;
+# `make test` also installs Chromium, in which the HTML report is tested.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -11,6 +12,8 @@ TORCH  ?= torch==2.13.0
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP  := $(VENV)/.frugalzero-installed
 ENGINES := /usr/games/stockfish /usr/games/fairy-stockfish /usr/games/glaurung
+COMPILER := /usr/bin/g++
+NATIVE := $(shell find native -type f 2>/dev/null)
 BROWSER := /usr/bin/chromium
 
 .PHONY: demo test lint setup engines browser clean
@@ -28,7 +31,8 @@ lint: setup
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# the package is rebuilt whenever the native core's sources change
+$(STAMP): pyproject.toml $(NATIVE) | $(COMPILER)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
@@ -40,7 +44,7 @@ engines: $(ENGINES)
 browser: $(BROWSER)
 
 # a missing engine (or the browser) comes from its Debian package, named like the binary
-$(ENGINES) $(BROWSER):
+$(ENGINES) $(BROWSER) $(COMPILER):
 	$(SUDO) apt-get update -qq
 	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(notdir $@)
 
