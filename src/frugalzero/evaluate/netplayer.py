@@ -35,7 +35,7 @@ from frugalzero.config import from_dict, parse_override
 from frugalzero.errors import UserError
 from frugalzero.evaluate.engines import Played, Player
 from frugalzero.evaluate.specs import EngineSpec, net_file
-from frugalzero.search import Driver, SearchConfig, SearchTree
+from frugalzero.search import Driver, SearchConfig, Tree, new_tree
 from frugalzero.search.config import PLAY_SETTINGS
 from frugalzero.values import score_cp, search_score, value_to_cp
 
@@ -101,12 +101,12 @@ class SeatTree:
 
     def __init__(self, config: SearchConfig) -> None:
         self.config = config
-        self.tree: SearchTree | None = None
+        self.tree: Tree | None = None
 
-    def tree_for(self, board: chess.Board) -> SearchTree:
+    def tree_for(self, board: chess.Board) -> Tree:
         """This game's tree at ``board``, following the moves played since the last search."""
         if self.tree is None:
-            self.tree = SearchTree(board, self.config)
+            self.tree = new_tree(board, self.config)
         else:
             self.tree.follow(board)
         return self.tree
@@ -117,7 +117,7 @@ class _Request:
     seat: SeatTree
     board: chess.Board
     respond: Callable[[Played | BaseException], None]
-    tree: SearchTree | None = None
+    tree: Tree | None = None
     result: Played | None = None
 
     def on_search_done(self) -> bool:  # the Driver's SearchTask protocol

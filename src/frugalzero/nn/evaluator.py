@@ -32,7 +32,15 @@ from frugalzero.runtime.cores import available_cores
 from frugalzero.runtime.device import set_threads
 from frugalzero.search.types import Evaluation
 
-__all__ = ["Evaluator", "EvaluatorConfig", "NetRunner", "Pending", "ServerClient", "pack_inputs"]
+__all__ = [
+    "Evaluator",
+    "EvaluatorConfig",
+    "NetRunner",
+    "Pending",
+    "PendingRows",
+    "ServerClient",
+    "pack_inputs",
+]
 
 
 class Pending:
@@ -66,8 +74,26 @@ class Pending:
         return self._results  # type: ignore[return-value]
 
 
+class PendingRows:
+    """A batch of packed rows submitted with ``Evaluator.submit_rows``; ``result()`` waits for
+    it: (logits of each row's legal moves, float32, padded with -inf; values; WDL or None)."""
+
+    def __init__(self, evaluator: Evaluator, job: Any) -> None:
+        self._evaluator = evaluator
+        self._job = job
+
+    def result(self) -> Output:
+        return self._evaluator._collect(self._job)
+
+
 class Evaluator:
-    """Evaluates batches of positions with one network. Not thread-safe; one per process."""
+    """Evaluates batches of positions with one network. Not thread-safe; one per process.
+
+    Two ways in: ``submit`` takes positions (``NetInput``s or boards) and gives back an
+    ``Evaluation`` each, with its own cache of them in Python; ``submit_rows`` takes the packed
+    rows the native search gathers (``frugalzero.search.native``) and gives back the legal
+    moves' logits, with the cache of answers in C++ (``native_cache``): no per-position Python
+    on either side of the inference process."""
 
     def __init__(self, net: PolicyValueNet, config: EvaluatorConfig | None = None) -> None:
         self.config = config = config or EvaluatorConfig()
@@ -113,8 +139,9 @@ class Evaluator:
         self._cache: OrderedDict[tuple, Evaluation] | None = (
             OrderedDict() if self.config.cache_size > 0 else None
         )
-        self.hits = 0
-        self.misses = 0
+        self._native_cache = None  # frugalzero._native.EvalCache, made when first asked for
+        self._hits = 0
+        self._misses = 0
 
     def __enter__(self) -> Evaluator:
         return self
@@ -139,8 +166,8 @@ class Evaluator:
             else:
                 pending._misses.append(i)
                 pending._keys.append(inp.key)
-        self.hits += len(inputs) - len(pending._misses)
-        self.misses += len(pending._misses)
+        self._hits += len(inputs) - len(pending._misses)
+        self._misses += len(pending._misses)
         if pending._misses:
             batch = pack_inputs([inputs[i] for i in pending._misses])
             pending._counts = batch[3]
@@ -152,6 +179,42 @@ class Evaluator:
                 assert self._runner is not None
                 pending._job = ("inline", self._runner.run(*batch))
         return pending
+
+    def submit_rows(
+        self, frames: np.ndarray, meta: np.ndarray, index: np.ndarray, counts: np.ndarray
+    ) -> PendingRows:
+        """Packed rows as ``pack_inputs`` makes them (frames (N, 8, 13) uint64, meta (N, 7),
+        padded policy indices (N, W), counts (N,)) to the network, which answers with the legal
+        moves' logits: the native search's softmax (at its policy temperature) is its own."""
+        batch = (frames, meta, index, counts)
+        if self._servers:
+            server = self._turn
+            self._turn = (server + 1) % len(self._servers)
+            return PendingRows(self, (server, self._servers[server].send(batch, logits=True)))
+        assert self._runner is not None
+        return PendingRows(self, ("inline", self._runner.run(*batch, softmax=False)))
+
+    @property
+    def native_cache(self):
+        """The native search's cache of network answers (``frugalzero._native.EvalCache``, at
+        most ``cache_size`` positions), or None without a cache."""
+        if self._native_cache is None and self.config.cache_size > 0:
+            from frugalzero import _native
+
+            self._native_cache = _native.EvalCache(self.config.cache_size)
+        return self._native_cache
+
+    @property
+    def hits(self) -> int:
+        """Positions answered from a cache (both caches)."""
+        native = self._native_cache
+        return self._hits + (native.hits if native is not None else 0)
+
+    @property
+    def misses(self) -> int:
+        """Positions the network evaluated for a cache that did not have them."""
+        native = self._native_cache
+        return self._misses + (native.misses if native is not None else 0)
 
     def update_weights(self, net: PolicyValueNet) -> None:
         """Swap in new weights of the same architecture; forgets cached evaluations."""
@@ -194,8 +257,11 @@ class Evaluator:
         self.config = replace(self.config, cache_size=size)
         if size == 0:
             self._cache = None
+            self._native_cache = None
         elif self._cache is None:
             self._cache = OrderedDict()
+        if self._native_cache is not None:
+            self._native_cache.resize(size)
         self._trim_cache()
 
     @property
@@ -203,11 +269,14 @@ class Evaluator:
         """How full the cache is, per mille of its size (None without a cache)."""
         if self._cache is None:
             return None
-        return min(1000, len(self._cache) * 1000 // self.config.cache_size)
+        native = self._native_cache.size if self._native_cache is not None else 0
+        return min(1000, (len(self._cache) + native) * 1000 // self.config.cache_size)
 
     def clear_cache(self) -> None:
         if self._cache is not None:
             self._cache.clear()
+        if self._native_cache is not None:
+            self._native_cache.clear()
 
     def close(self) -> None:
         if self._processes:

@@ -124,9 +124,16 @@ class NetRunner:
             return model(x)
 
     def run(
-        self, frames: np.ndarray, meta: np.ndarray, index: np.ndarray, counts: np.ndarray
+        self,
+        frames: np.ndarray,
+        meta: np.ndarray,
+        index: np.ndarray,
+        counts: np.ndarray,
+        softmax: bool = True,
     ) -> Output:
-        """Encode, forward, and softmax restricted to each position's legal moves."""
+        """Encode, forward, and softmax restricted to each position's legal moves; without
+        ``softmax`` the legal moves' logits themselves (padded with -inf), which the native
+        search turns into priors at its own temperature."""
         if self.device.type == "cuda":  # 832 bytes a position to the device, unpacked there
             packed = frames_bytes(frames).pin_memory().to(self.device, non_blocking=True)
             x = encode_on(packed, torch.from_numpy(meta).to(self.device, non_blocking=True))
@@ -134,11 +141,14 @@ class NetRunner:
             x = torch.from_numpy(encode(frames, meta))
         logits, value = self.forward(x)
         with torch.inference_mode():
-            idx = torch.from_numpy(index).to(self.device)
-            n_legal = torch.from_numpy(counts).to(self.device)
+            idx = torch.from_numpy(index.astype(np.int64, copy=False)).to(self.device)
+            n_legal = torch.from_numpy(counts.astype(np.int64, copy=False)).to(self.device)
             illegal = torch.arange(idx.shape[1], device=self.device)[None, :] >= n_legal[:, None]
             legal = logits.float().gather(1, idx).masked_fill_(illegal, float("-inf"))
-            priors = torch.softmax(legal, dim=1).nan_to_num_(0.0)  # rows with no legal move
+            if softmax:
+                priors = torch.softmax(legal, dim=1).nan_to_num_(0.0)  # rows with no legal move
+            else:
+                priors = legal
             values = value_from_output(value, self.head)
             wdl = torch.softmax(value.float(), dim=1).cpu().numpy() if self.head == "wdl" else None
             return priors.cpu().numpy(), values.cpu().numpy(), wdl

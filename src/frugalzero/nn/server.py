@@ -102,7 +102,9 @@ class Channel:
         wdl = client.net_config.get("value_head") == "wdl"
         return cls(client.conn, _Slots(slots, max_batch, name), wdl, owner=False)
 
-    def send(self, batch: Batch) -> int:
+    def send(self, batch: Batch, logits: bool = False) -> int:
+        """Leave ``batch`` for the inference process; it answers with priors, or with the legal
+        moves' logits (``logits``: the native search's rows)."""
         frames, meta, index, counts = batch
         n, width = len(counts), index.shape[1]
         if n > self.max_batch:
@@ -118,7 +120,7 @@ class Channel:
         job_id = self._next_id
         self._next_id += 1
         self._in_flight.append((job_id, slot, n, width))
-        self._send((slot, n, width))
+        self._send((slot, n, width, logits))
         return job_id
 
     def wait(self, job_id: int) -> Output:
@@ -270,7 +272,7 @@ def _serve(
     counters = {"busy_s": 0.0, "batches": 0, "positions": 0, "requests": 0}
     try:
         while conns[0] in live:
-            jobs: list[tuple[int, int, int, int]] = []  # (caller, slot, n, width)
+            jobs: list[tuple[int, int, int, int, bool]] = []  # (caller, slot, n, width, logits)
             for conn in wait(list(live)):
                 while conn in live and conn.poll():
                     try:
@@ -306,11 +308,11 @@ def _run(
     runner: NetRunner,
     buffers: list[_Slots],
     conns: list[Connection],
-    jobs: list[tuple[int, int, int, int]],
+    jobs: list[tuple[int, int, int, int, bool]],
     counters: dict,
 ) -> None:
     """Answer ``jobs`` with as few forward passes as ``MERGE`` allows."""
-    group: list[tuple[int, int, int, int]] = []
+    group: list[tuple[int, int, int, int, bool]] = []
     size = 0
     for job in jobs:
         if group and size + job[2] > MERGE:
@@ -325,13 +327,14 @@ def _run_group(
     runner: NetRunner,
     buffers: list[_Slots],
     conns: list[Connection],
-    group: list[tuple[int, int, int, int]],
+    group: list[tuple[int, int, int, int, bool]],
     counters: dict,
 ) -> None:
     start = time.perf_counter()
-    views = [buffers[caller].views[slot] for caller, slot, _, _ in group]
-    sizes = [n for _, _, n, _ in group]
-    width = max(w for _, _, _, w in group)
+    views = [buffers[caller].views[slot] for caller, slot, _, _, _ in group]
+    sizes = [n for _, _, n, _, _ in group]
+    width = max(w for _, _, _, w, _ in group)
+    wants_logits = [logits for *_, logits in group]
     total = sum(sizes)
     error = None
     try:
@@ -345,14 +348,17 @@ def _run_group(
             counts = np.concatenate([v["counts"][:n] for v, n in zip(views, sizes, strict=True)])
             index = np.zeros((total, width), dtype=np.int64)
             row = 0
-            for (_, _, n, w), view in zip(group, views, strict=True):
+            for (_, _, n, w, _), view in zip(group, views, strict=True):
                 index[row : row + n, :w] = view["index"][:n, :w]
                 row += n
         frames = frames.reshape(total, HISTORY, FRAME_WORDS)
-        priors, values, wdl = runner.run(frames, meta, index, counts)
+        priors, values, wdl = runner.run(frames, meta, index, counts, softmax=not any(wants_logits))
         row = 0
-        for (_, _, n, w), view in zip(group, views, strict=True):
-            view["priors"][:n, :w] = priors[row : row + n, :w]
+        for (_, _, n, w, logits), view in zip(group, views, strict=True):
+            rows = priors[row : row + n, :w]
+            if any(wants_logits) and not logits:  # a caller of both kinds in one pass
+                rows = _softmax(rows)
+            view["priors"][:n, :w] = rows
             view["values"][:n] = values[row : row + n]
             if wdl is not None:
                 view["wdl"][:n] = wdl[row : row + n]
@@ -363,8 +369,16 @@ def _run_group(
         counters["requests"] += len(group)
     except Exception as exc:  # reported to each caller, who raises it
         error = f"inference process failed: {exc!r}"
-    for caller, slot, _, _ in group:
+    for caller, slot, *_ in group:
         try:
             conns[caller].send((slot, error))
         except OSError:  # a caller that left does not stop the others
             pass
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    """Priors from legal logits padded with -inf (rows without a legal move: zeros)."""
+    top = logits.max(axis=1, keepdims=True)
+    z = np.exp(logits - np.where(np.isfinite(top), top, 0.0))
+    total = z.sum(axis=1, keepdims=True)
+    return np.divide(z, total, out=np.zeros_like(z), where=total > 0)

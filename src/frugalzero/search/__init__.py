@@ -6,13 +6,16 @@ Interfaces (see docs/search.md for the design and measured figures):
   Dirichlet noise, search-contempt ``nscl``, Gumbel root search (m, c_visit, c_scale), virtual
   loss, leaves per gather, the temperature schedule, draw rules in search, solver, tree reuse,
   resignation.
-* ``SearchTree(history, config, rng)`` -- one game's tree, built from a ``GameHistory`` (or a
-  python-chess board with its move stack). ``start(simulations)`` begins a search; ``gather()``
-  returns leaves needing the network (``node.inp`` is their ``NetInput``) and ``apply(node,
-  evaluation)`` expands one -- so callers can step a search batch by batch, until a deadline
-  or a stop flag. ``result()`` is the outcome; ``choose_move(ply)`` the self-play move
-  (temperature); ``advance(move)`` keeps the played move's subtree; ``start(n, moves)``
-  searches only ``moves`` at the root (UCI's ``go searchmoves``).
+* ``new_tree(history, config, rng)`` -- one game's tree on the core ``config.core`` names:
+  ``NativeTree`` (C++, ``frugalzero.search.native``; the default) or ``SearchTree`` (the
+  Python reference, ``frugalzero.search.tree``), built from a ``GameHistory`` (or a
+  python-chess board with its move stack). Both: ``start(simulations)`` begins a search, which
+  the driver below steps batch by batch (until a deadline or a stop flag); ``result()`` is the
+  outcome; ``choose_move(ply)`` the self-play move (temperature); ``advance(move)`` keeps the
+  played move's subtree; ``start(n, moves)`` searches only ``moves`` at the root (UCI's ``go
+  searchmoves``); ``ending()`` says whether the game is over at the root. The reference hands
+  out leaves one by one (``gather()``, ``node.inp``, ``apply(node, evaluation)``); native
+  trees are gathered and applied many at once, as NumPy rows (``frugalzero._native``).
 * ``SearchResult`` -- one search's outcome: root moves, visits, Q, policy and training target,
   value, best move, PV, mate distance, nodes, depth, simulations, and the best root moves as
   ``RootLine``s (each with its Q, mate, draw probability and PV: UCI's MultiPV).
@@ -33,7 +36,8 @@ Values are always for the side to move at the node they belong to, in [-1, 1].
 """
 
 from frugalzero.search.config import SearchConfig
-from frugalzero.search.driver import Driver, SearchTask, search, search_many
+from frugalzero.search.driver import Driver, SearchTask, Tree, new_tree, search, search_many
+from frugalzero.search.native import NativeTree
 from frugalzero.search.tree import Node, SearchTree
 from frugalzero.search.types import Evaluates, Evaluation, RootLine, SearchResult
 from frugalzero.search.uniform import HashEvaluator, Ready, UniformEvaluator
@@ -43,6 +47,7 @@ __all__ = [
     "Evaluates",
     "Evaluation",
     "HashEvaluator",
+    "NativeTree",
     "Node",
     "Ready",
     "RootLine",
@@ -50,7 +55,9 @@ __all__ = [
     "SearchResult",
     "SearchTask",
     "SearchTree",
+    "Tree",
     "UniformEvaluator",
+    "new_tree",
     "search",
     "search_many",
 ]

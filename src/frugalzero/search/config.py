@@ -14,6 +14,10 @@ from frugalzero.config import check
 class SearchConfig:
     """PUCT MCTS (AlphaZero), search-contempt and Gumbel root search; how moves are chosen."""
 
+    core: Literal["native", "python"] = "native"
+    """The search's implementation: 'native' (C++, frugalzero._native: what every command
+    uses) or 'python' (frugalzero.search.tree, the reference the native core is tested
+    against: the same search, move for move, ~30x slower)."""
     simulations: int = 800
     """Simulations per move (leaf evaluations or terminal visits; the root's own evaluation is
     not counted). AlphaZero used 800."""

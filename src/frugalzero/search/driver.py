@@ -4,7 +4,11 @@ With the process backend the network runs in another process, so the caller shou
 a batch in flight while it works. The driver splits its trees into ``groups`` (2 by default):
 it collects group A's evaluations, expands and backs them up, walks A's trees down to new leaves
 and submits them, then does the same for B while A's batch is being evaluated, and so on. The
-network waits only when the Python side is the slower one.
+network waits only when the search is the slower one.
+
+Both search cores run here. Native trees (``frugalzero.search.native``) are walked and fed in
+one call per batch for all of a group's trees, their leaves as NumPy rows; the Python reference
+(``frugalzero.search.tree``) hands out leaf nodes one by one, as it always did.
 """
 
 from __future__ import annotations
@@ -15,9 +19,27 @@ from typing import Protocol
 
 import chess
 
+from frugalzero import _native
 from frugalzero.runtime.collector import PausedGC
+from frugalzero.search.config import SearchConfig
+from frugalzero.search.native import NativeTree, rows_for
 from frugalzero.search.tree import Node, SearchTree
 from frugalzero.search.types import Evaluates, SearchResult
+
+Tree = SearchTree | NativeTree
+
+
+def new_tree(
+    history=None,
+    config: SearchConfig | None = None,
+    rng=None,
+    seed: int | None = None,
+) -> Tree:
+    """A search tree on the core ``config.core`` names: native (the default) or the Python
+    reference."""
+    config = config or SearchConfig()
+    kind = NativeTree if config.core == "native" else SearchTree
+    return kind(history, config, rng=rng, seed=seed)
 
 
 class SearchTask(Protocol):
@@ -25,13 +47,13 @@ class SearchTask(Protocol):
     (play the move and start the next search, start a new game, ...). Returning False retires
     the slot."""
 
-    tree: SearchTree
+    tree: Tree
 
     def on_search_done(self) -> bool: ...
 
 
 class _OneSearch:
-    def __init__(self, tree: SearchTree) -> None:
+    def __init__(self, tree: Tree) -> None:
         self.tree = tree
 
     def on_search_done(self) -> bool:
@@ -39,12 +61,12 @@ class _OneSearch:
 
 
 def search(
-    tree: SearchTree,
+    tree: Tree,
     evaluator: Evaluates,
     simulations: int | None = None,
     stop: Callable[[], bool] | None = None,
     in_flight: int = 2,
-    on_batch: Callable[[SearchTree], None] | None = None,
+    on_batch: Callable[[Tree], None] | None = None,
     moves: list[chess.Move] | None = None,
 ) -> SearchResult:
     """Run one search on one tree: ``simulations`` (None = the config's; 0 = until ``stop``
@@ -52,9 +74,35 @@ def search(
     flight (virtual loss keeps them apart). ``on_batch`` is called after each applied batch
     (progress output, time checks); ``moves`` restricts the root (``SearchTree.start``)."""
     tree.start(simulations, moves)
+    loop = _native_search_loop if isinstance(tree, NativeTree) else _search_loop
     with PausedGC() as paused:
-        _search_loop(tree, evaluator, stop, in_flight, on_batch, paused)
+        loop(tree, evaluator, stop, in_flight, on_batch, paused)
     return tree.result()
+
+
+def _native_search_loop(tree, evaluator, stop, in_flight, on_batch, paused: PausedGC) -> None:
+    """``_search_loop`` for a native tree: the same schedule, a LeafBatch per gather."""
+    rows = rows_for(evaluator)
+    cores = [tree.core]
+    queue: deque = deque()
+    while True:
+        paused.tick()
+        stopping = stop is not None and stop()
+        gathered = 0
+        if not stopping:
+            batch = _native.LeafBatch()
+            gathered = _native.gather_trees(cores, batch, rows.cache)
+            if gathered:
+                queue.append((rows.submit(batch), batch))
+        if not queue:
+            if stopping or tree.finished:
+                return
+            continue
+        if len(queue) >= in_flight or stopping or not gathered:
+            handle, batch = queue.popleft()
+            rows.apply(handle, cores, batch)
+            if on_batch is not None:
+                on_batch(tree)
 
 
 def _search_loop(tree, evaluator, stop, in_flight, on_batch, paused: PausedGC) -> None:
@@ -80,7 +128,7 @@ def _search_loop(tree, evaluator, stop, in_flight, on_batch, paused: PausedGC) -
 
 
 def search_many(
-    trees: Sequence[SearchTree],
+    trees: Sequence[Tree],
     evaluator: Evaluates,
     simulations: int | None = None,
     stop: Callable[[], bool] | None = None,
@@ -105,8 +153,51 @@ class Driver:
     def run(self, tasks: Sequence[SearchTask], stop: Callable[[], bool] | None = None) -> None:
         """Until every task retires (or ``stop()`` turns True: then the batches in flight are
         applied and the trees keep their unfinished searches, to be resumed by another run)."""
+        native = [isinstance(task.tree, NativeTree) for task in tasks]
+        if any(native) and not all(native):
+            raise ValueError("a driver runs trees of one search core at a time")
         with PausedGC() as paused:
-            self._run(tasks, stop, paused)
+            (self._run_native if any(native) else self._run)(tasks, stop, paused)
+
+    def _run_native(self, tasks, stop, paused: PausedGC) -> None:
+        """``_run`` for native trees: per group, one call finds the finished searches, one
+        gathers every tree's leaves into a LeafBatch, one applies the batch's evaluations."""
+        count = min(self.groups, max(1, len(tasks)))
+        groups = [list(tasks[g::count]) for g in range(count)]
+        pending: list[tuple[object, list, _native.LeafBatch] | None] = [None] * count
+        rows = rows_for(self.evaluator)
+        while True:
+            paused.tick()
+            stopping = stop is not None and stop()
+            for g in range(count):
+                slot = pending[g]
+                if slot is not None:
+                    pending[g] = None
+                    rows.apply(*slot)
+                if stopping:
+                    continue
+                group = groups[g]
+                cores = [task.tree.core for task in group]
+                done = _native.finished_trees(cores)
+                while done:  # play the moves, start the next searches, retire finished games
+                    retired = set()
+                    for i in done:
+                        if group[i].on_search_done():
+                            cores[i] = group[i].tree.core
+                        else:
+                            retired.add(i)
+                    if retired:
+                        group = [t for i, t in enumerate(group) if i not in retired]
+                        cores = [c for i, c in enumerate(cores) if i not in retired]
+                    done = _native.finished_trees(cores)
+                groups[g] = group
+                batch = _native.LeafBatch()
+                if _native.gather_trees(cores, batch, rows.cache):
+                    pending[g] = (rows.submit(batch), cores, batch)
+                    self.batches += 1
+                    self.leaves += batch.leaves
+            if all(p is None for p in pending) and (stopping or not any(groups)):
+                return
 
     def _run(self, tasks, stop, paused: PausedGC) -> None:
         count = min(self.groups, max(1, len(tasks)))

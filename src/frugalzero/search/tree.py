@@ -34,9 +34,10 @@ import numpy as np
 from frugalzero.chess.encoding import board_frame, board_meta
 from frugalzero.chess.history import GameHistory, NetInput, pad_frames, position_key
 from frugalzero.chess.moves import moves_to_indices
-from frugalzero.chess.rules import leaf_status
+from frugalzero.chess.rules import game_ending, leaf_status
 from frugalzero.search import gumbel as gm
 from frugalzero.search.config import SearchConfig
+from frugalzero.search.draws import Draws, contempt_seed
 from frugalzero.search.puct import (
     c_puct,
     choose_by_visits,
@@ -129,6 +130,7 @@ class SearchTree:
     ) -> None:
         self.config = config or SearchConfig()
         self.rng = rng if rng is not None else np.random.default_rng(seed)
+        self._draws = Draws(contempt_seed(self.rng))  # search-contempt's samples
         self.generation = 0  # one per search: frozen distributions belong to one search
         self.in_flight = 0  # leaves handed out and not yet applied
         self._collided: list[list[Node]] = []  # paths of walks that met a pending leaf
@@ -139,6 +141,16 @@ class SearchTree:
     def board(self) -> chess.Board:
         """The root position (with the game's move stack)."""
         return self.history.board
+
+    @property
+    def turn(self) -> chess.Color:
+        """The side to move at the root."""
+        return self.history.board.turn
+
+    def ending(self) -> tuple[str | None, float | None]:
+        """How the game has ended at the root (``chess.rules.game_ending``): (ending or None,
+        the result from White's view)."""
+        return game_ending(self.history.board, self.history.repetitions)
 
     def start(self, simulations: int | None = None, moves: list[chess.Move] | None = None) -> None:
         """Begin a search of ``simulations`` more simulations (None: the config's; 0 or
@@ -273,17 +285,18 @@ class SearchTree:
         self.root.children = None
 
     def leader(self) -> tuple[chess.Move | None, float]:
-        """The most visited root move and its lead in visits over the runner-up (infinite for
-        an only move): what a time manager watches after every batch, far cheaper than a
-        whole ``result()``."""
+        """The most visited root move (the first of equals) and its lead in visits over the
+        runner-up (infinite for an only move): what a time manager watches after every batch,
+        far cheaper than a whole ``result()``."""
         root = self.root
         if root.state != EXPANDED:
             return None, 0.0
         visits = np.asarray(root.N)
         if len(visits) == 1:
             return root.moves[0], math.inf
-        second, first = np.argpartition(visits, len(visits) - 2)[-2:]
-        return root.moves[int(first)], float(visits[first] - visits[second])
+        first = int(np.argmax(visits))
+        second = np.delete(visits, first).max()
+        return root.moves[first], float(visits[first] - second)
 
     def result(self, lines: int = 1) -> SearchResult:
         """The search's outcome (mid-search: a snapshot of it so far), with the ``lines`` best
@@ -397,7 +410,9 @@ class SearchTree:
         cfg, root = self.config, self.root
         _set_priors(root, root.raw)
         self._restrict_root()
-        if cfg.gumbel:
+        if root.proven:  # nothing will be searched: no noise drawn
+            pass
+        elif cfg.gumbel:
             self._gumbel = _GumbelRoot(root, cfg, self.rng, self.target, self._allowed)
         elif cfg.root_noise and len(root.moves) > 1:
             noisy = dirichlet_mix(root.raw, cfg.dirichlet_alpha, cfg.dirichlet_epsilon, self.rng)
@@ -453,7 +468,7 @@ class SearchTree:
             N = node.N
             if depth & 1 and node.n > nscl and self._frozen_ready(node):
                 total = node.frozen[-1]
-                slot = int(np.searchsorted(node.frozen, self.rng.random() * total, "right"))
+                slot = int(np.searchsorted(node.frozen, self._draws.uniform() * total, "right"))
             elif gumbel:
                 if node is root:
                     slot = self._gumbel.select(root, cfg)

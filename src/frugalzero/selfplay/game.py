@@ -8,10 +8,10 @@ import chess
 import numpy as np
 
 from frugalzero.chess.positions import STANDARD, Opening, odds_opening
-from frugalzero.chess.rules import game_ending
+from frugalzero.chess.rules import game_end
 from frugalzero.data.records import GameRecord, PlyTarget
 from frugalzero.errors import UserError
-from frugalzero.search.tree import SearchTree
+from frugalzero.search.driver import new_tree
 from frugalzero.selfplay.config import SelfPlayConfig
 
 RESIGNATION, ADJUDICATED = "resignation", "move limit"
@@ -60,7 +60,7 @@ class SelfPlayGame:
         self.rng = np.random.default_rng([config.seed, start.index])
         cfg = config.search
         self.no_resign = bool(self.rng.random() < cfg.resign_disabled_share)
-        self.tree = SearchTree(start.opening.history(), cfg, rng=self.rng)
+        self.tree = new_tree(start.opening.history(), cfg, rng=self.rng)
         self.moves: list[str] = list(start.opening.moves)
         self.targets: list[PlyTarget | None] = [None] * len(self.moves)
         self.plies = 0  # self-play plies (after the book moves): the temperature schedule's clock
@@ -80,7 +80,7 @@ class SelfPlayGame:
         """Record the finished search's target, resign or play its move; True while the game
         goes on (the next search is started)."""
         tree = self.tree
-        turn = tree.board.turn
+        turn = tree.turn
         searched = tree.result()
         if self._resigns(turn, searched.value, searched.q):
             self.result = -1.0 if turn == chess.WHITE else 1.0
@@ -121,15 +121,16 @@ class SelfPlayGame:
         return True
 
     def _check_end(self) -> None:
-        history = self.tree.history
-        ending, result = game_ending(history.board, history.repetitions)
+        ending, result = self.tree.ending()
         if ending is not None:
             self.result, self.termination = result, ending
         elif len(self.moves) >= self.config.max_plies:
             self.result, self.termination = 0.0, ADJUDICATED
 
     def record(self) -> GameRecord:
-        """The finished game as a training record (provenance in ``extra``)."""
+        """The finished game as a training record (provenance in ``extra``), its moves checked
+        by python-chess first."""
+        self._verify()
         would = self.would_resign
         return GameRecord(
             start_fen=self.start.opening.root_fen,
@@ -146,3 +147,16 @@ class SelfPlayGame:
                 "opening": self.start.opening.name,
             },
         )
+
+    def _verify(self) -> None:
+        """Replay the game with python-chess, the rules' reference: every move legal, and a
+        game said to have ended by the rules ended there. A fault of the native core stops the
+        run here instead of reaching a shard (RuntimeError, the worker's error path)."""
+        board = chess.Board(self.start.opening.root_fen)
+        for uci in self.moves:
+            move = chess.Move.from_uci(uci)
+            if not board.is_legal(move):
+                raise RuntimeError(f"game {self.game_id}: illegal move {uci} in {board.fen()}")
+            board.push(move)
+        if self.termination not in (RESIGNATION, ADJUDICATED) and game_end(board) is None:
+            raise RuntimeError(f"game {self.game_id}: {self.termination} not so in {board.fen()}")

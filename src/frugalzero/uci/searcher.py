@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from frugalzero.search import RootLine, SearchConfig, SearchResult, SearchTree, search
+from frugalzero.search import RootLine, SearchConfig, SearchResult, Tree, new_tree, search
 from frugalzero.search.puct import choose_by_visits
 from frugalzero.uci.protocol import BestMove, Option, SearchRequest
 from frugalzero.uci.timeman import MoveTimer
@@ -70,7 +70,7 @@ def network_layout(threads: int, cores: int, cpu: bool) -> tuple[int, int]:
 
 
 class NetSearcher:
-    """Implements ``frugalzero.uci.protocol.Searcher`` with a network file and ``SearchTree``."""
+    """Implements ``frugalzero.uci.protocol.Searcher`` with a network file and our search."""
 
     def __init__(self, net: str, default_nodes: int = 400, seed: int = 0) -> None:
         self.net_spec = net
@@ -84,7 +84,7 @@ class NetSearcher:
         self.cache_size = CACHE_SIZE
         self._applied = (self.threads, self.cache_size)  # what the evaluator runs with
         self.rng = np.random.default_rng(seed)
-        self.tree: SearchTree | None = None
+        self.tree: Tree | None = None
         self._evaluator = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
@@ -174,7 +174,7 @@ class NetSearcher:
                 return True
             return deadline is not None and time.monotonic() >= deadline
 
-        def on_batch(t: SearchTree) -> None:
+        def on_batch(t: Tree) -> None:
             now = time.monotonic()
             elapsed = now - started
             if timer is not None:
@@ -228,7 +228,7 @@ class NetSearcher:
             return math.inf
         return request.nodes if request.nodes is not None else self.nodes
 
-    def _tree_for(self, request: SearchRequest) -> SearchTree:
+    def _tree_for(self, request: SearchRequest) -> Tree:
         """The last tree, following the requested game (tree reuse when it continues the
         last one); a new tree after ``ucinewgame`` or a new batch size."""
         if self.tree is None:
@@ -238,7 +238,7 @@ class NetSearcher:
                 collisions=self.batch,
                 policy_temperature=self.policy_temperature,
             )
-            self.tree = SearchTree(request.history, config, rng=self.rng)
+            self.tree = new_tree(request.history, config, rng=self.rng)
         else:
             self.tree.follow(request.history)
         return self.tree

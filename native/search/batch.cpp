@@ -1,0 +1,137 @@
+#include "search/batch.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace fz {
+
+namespace {
+
+// 64 x 64 -> 128-bit multiply, folded (the mixing step of wyhash)
+inline uint64_t mix(uint64_t a, uint64_t b) {
+    __uint128_t r = __uint128_t(a) * b;
+    return uint64_t(r) ^ uint64_t(r >> 64);
+}
+
+uint64_t hash_words(const uint64_t* words, size_t n, uint64_t seed) {
+    constexpr uint64_t P0 = 0xa0761d6478bd642fULL, P1 = 0xe7037ed1a0b428dbULL;
+    uint64_t h = seed ^ P0;
+    for (size_t i = 0; i < n; ++i) h = mix(h ^ words[i] ^ P1, P0 + i);
+    return mix(h, P1 ^ n);
+}
+
+}  // namespace
+
+InputKey input_key(const uint64_t* frames, const int64_t* meta) {
+    uint64_t words[HISTORY * FRAME_WORDS + META_FIELDS];
+    std::memcpy(words, frames, sizeof(uint64_t) * HISTORY * FRAME_WORDS);
+    std::memcpy(words + HISTORY * FRAME_WORDS, meta, sizeof(int64_t) * META_FIELDS);
+    const size_t n = HISTORY * FRAME_WORDS + META_FIELDS;
+    return {hash_words(words, n, 0x243f6a8885a308d3ULL), hash_words(words, n, 0x13198a2e03707344ULL)};
+}
+
+// -- EvalCache -----------------------------------------------------------------------------
+
+const CachedEvaluation* EvalCache::get(const InputKey& key) {
+    auto it = map_.find(key);
+    if (it == map_.end()) {
+        misses += 1;
+        return nullptr;
+    }
+    hits += 1;
+    order_.splice(order_.end(), order_, it->second);
+    return &it->second->second;
+}
+
+void EvalCache::put(const InputKey& key, const float* logits, int count, float value,
+                    const float* wdl) {
+    if (capacity_ == 0) return;
+    auto it = map_.find(key);
+    if (it != map_.end()) {
+        order_.splice(order_.end(), order_, it->second);
+    } else {
+        order_.emplace_back(key, CachedEvaluation{});
+        it = map_.emplace(key, std::prev(order_.end())).first;
+    }
+    CachedEvaluation& entry = it->second->second;
+    entry.logits.assign(logits, logits + count);
+    entry.value = value;
+    entry.has_wdl = wdl != nullptr;
+    if (wdl) std::copy_n(wdl, 3, entry.wdl);
+    trim();
+}
+
+void EvalCache::resize(size_t capacity) {
+    capacity_ = capacity;
+    trim();
+}
+
+void EvalCache::clear() {
+    map_.clear();
+    order_.clear();
+}
+
+void EvalCache::trim() {
+    while (map_.size() > capacity_) {
+        map_.erase(order_.front().first);
+        order_.pop_front();
+    }
+}
+
+// -- LeafBatch -----------------------------------------------------------------------------
+
+void LeafBatch::clear() {
+    leaves_.clear();
+    row_leaf_.clear();
+    frames_.clear();
+    meta_.clear();
+    moves_.clear();
+    indices_.clear();
+    offsets_.clear();
+    counts_.clear();
+    keys_.clear();
+    cached_logits_.clear();
+    width_ = 0;
+}
+
+bool LeafBatch::add(int tree, int node, const uint64_t* frames, const int64_t* meta,
+                    const Move* moves, const int16_t* indices, int count, EvalCache* cache) {
+    Leaf leaf;
+    leaf.tree = tree;
+    leaf.node = node;
+    leaf.count = count;
+    const InputKey key = input_key(frames, meta);
+    if (cache) {
+        const CachedEvaluation* hit = cache->get(key);
+        if (hit && int(hit->logits.size()) == count) {
+            leaf.cached = int(cached_logits_.size());
+            cached_logits_.insert(cached_logits_.end(), hit->logits.begin(), hit->logits.end());
+            leaf.value = hit->value;
+            leaf.has_wdl = hit->has_wdl;
+            std::copy_n(hit->wdl, 3, leaf.wdl);
+            leaves_.push_back(leaf);
+            return true;
+        }
+    }
+    leaf.row = int(row_leaf_.size());
+    row_leaf_.push_back(int(leaves_.size()));
+    leaves_.push_back(leaf);
+    frames_.insert(frames_.end(), frames, frames + HISTORY * FRAME_WORDS);
+    meta_.insert(meta_.end(), meta, meta + META_FIELDS);
+    offsets_.push_back(int(moves_.size()));
+    counts_.push_back(count);
+    for (int i = 0; i < count; ++i) moves_.push_back(moves[i].raw);
+    indices_.insert(indices_.end(), indices, indices + count);
+    keys_.push_back(key);
+    width_ = std::max(width_, count);
+    return false;
+}
+
+void LeafBatch::padded_indices(int16_t* out, int width) const {
+    const size_t rows = row_leaf_.size();
+    std::fill(out, out + rows * size_t(width), int16_t(0));
+    for (size_t r = 0; r < rows; ++r)
+        std::copy_n(&indices_[size_t(offsets_[r])], std::min(counts_[r], width), out + r * size_t(width));
+}
+
+}  // namespace fz

@@ -1,0 +1,110 @@
+// The leaves of many trees gathered for one network batch, and the evaluations they get back.
+//
+// A batch is filled by Tree::gather (one tree after another) and read twice: by the network
+// (the rows: packed frames, meta, padded policy indices: exactly what the inference process
+// takes) and by apply_batch, which hands each leaf its evaluation in gather order, the rows'
+// from the network and the others' from the evaluation cache. Cached evaluations are copied
+// into the batch when it is gathered, so a cache that evicts them meanwhile changes nothing.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <unordered_map>
+#include <vector>
+
+#include "chess/position.h"
+
+namespace fz {
+
+struct InputKey {
+    uint64_t a = 0, b = 0;
+    bool operator==(const InputKey& other) const { return a == other.a && b == other.b; }
+};
+
+struct InputKeyHash {
+    size_t operator()(const InputKey& k) const { return size_t(k.a); }
+};
+
+// A 128-bit fingerprint of everything the input planes depend on (8 frames and the meta):
+// the evaluation cache's key, as Python's NetInput.key is (frames bytes, meta).
+InputKey input_key(const uint64_t* frames, const int64_t* meta);
+
+struct CachedEvaluation {
+    std::vector<float> logits;  // the network's logits of the legal moves, in move order
+    float value = 0.0f;
+    float wdl[3] = {0.0f, 0.0f, 0.0f};
+    bool has_wdl = false;
+};
+
+// The network's answers, least recently used first out; keyed by input_key.
+class EvalCache {
+public:
+    explicit EvalCache(size_t capacity) : capacity_(capacity) {}
+    // The entry for ``key`` (marked recently used), or nullptr.
+    const CachedEvaluation* get(const InputKey& key);
+    void put(const InputKey& key, const float* logits, int count, float value, const float* wdl);
+    void resize(size_t capacity);
+    void clear();
+    size_t size() const { return map_.size(); }
+    size_t capacity() const { return capacity_; }
+    uint64_t hits = 0, misses = 0;
+
+private:
+    void trim();
+    size_t capacity_;
+    std::list<std::pair<InputKey, CachedEvaluation>> order_;  // most recent at the back
+    std::unordered_map<InputKey, std::list<std::pair<InputKey, CachedEvaluation>>::iterator,
+                       InputKeyHash>
+        map_;
+};
+
+struct Leaf {
+    int32_t tree = 0;    // index in the caller's list of trees
+    int32_t node = 0;    // node id in that tree
+    int32_t row = -1;    // network row, or -1 when cached
+    int32_t cached = 0;  // offset of the cached logits in cached_logits
+    int32_t count = 0;   // legal moves
+    float value = 0.0f;
+    float wdl[3] = {0.0f, 0.0f, 0.0f};
+    bool has_wdl = false;
+};
+
+class LeafBatch {
+public:
+    void clear();
+    // A gathered leaf: answered by ``cache`` when it has the position (the evaluation is
+    // copied here), else a row for the network. Returns true when cached.
+    bool add(int tree, int node, const uint64_t* frames, const int64_t* meta, const Move* moves,
+             const int16_t* indices, int count, EvalCache* cache);
+
+    int leaves() const { return int(leaves_.size()); }
+    int rows() const { return int(row_leaf_.size()); }
+    int width() const { return width_; }
+    const Leaf& leaf(int i) const { return leaves_[size_t(i)]; }
+    const std::vector<uint64_t>& frames() const { return frames_; }  // rows x 8 x 13
+    const std::vector<int64_t>& meta() const { return meta_; }       // rows x 7
+    // rows x width, zero-padded, and the rows' counts
+    void padded_indices(int16_t* out, int width) const;
+    const std::vector<int32_t>& counts() const { return counts_; }
+    const std::vector<int32_t>& offsets() const { return offsets_; }  // into moves / indices
+    const std::vector<uint16_t>& moves() const { return moves_; }
+    const std::vector<int16_t>& indices() const { return indices_; }
+    const std::vector<InputKey>& keys() const { return keys_; }
+    const float* cached_logits(const Leaf& leaf) const { return &cached_logits_[size_t(leaf.cached)]; }
+    int row_leaf(int row) const { return row_leaf_[size_t(row)]; }
+
+private:
+    std::vector<Leaf> leaves_;
+    std::vector<int32_t> row_leaf_;
+    std::vector<uint64_t> frames_;
+    std::vector<int64_t> meta_;
+    std::vector<uint16_t> moves_;
+    std::vector<int16_t> indices_;
+    std::vector<int32_t> offsets_;
+    std::vector<int32_t> counts_;
+    std::vector<InputKey> keys_;
+    std::vector<float> cached_logits_;
+    int width_ = 0;
+};
+
+}  // namespace fz

@@ -1,0 +1,1108 @@
+#include "search/tree.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "search/batch.h"
+#include "search/numeric.h"
+
+namespace fz {
+
+namespace {
+
+constexpr double NEG_INF = -std::numeric_limits<double>::infinity();
+constexpr double INF = std::numeric_limits<double>::infinity();
+
+// AlphaZero's c(s) * sqrt(N(s)) (search/puct.py: c_puct, times the square root)
+double exploration(int n, double c_init, double c_base) {
+    double visits = double(n);
+    return (c_init + std::log((visits + c_base + 1.0) / c_base)) * std::sqrt(visits);
+}
+
+// search/gumbel.py: considered_visits
+std::vector<int> considered_visits(int m, int simulations) {
+    std::vector<int> sequence;
+    if (m <= 1) {
+        sequence.resize(size_t(simulations));
+        std::iota(sequence.begin(), sequence.end(), 0);
+        return sequence;
+    }
+    int phases = 0;
+    while ((1 << phases) < m) ++phases;  // ceil(log2(m))
+    std::vector<int> visits(size_t(m), 0);
+    int remaining = m;
+    sequence.reserve(size_t(simulations));
+    while (int(sequence.size()) < simulations) {
+        int extra = std::max(1, simulations / (phases * remaining));
+        for (int e = 0; e < extra; ++e) {
+            sequence.insert(sequence.end(), visits.begin(), visits.begin() + remaining);
+            for (int i = 0; i < remaining; ++i) visits[size_t(i)] += 1;
+        }
+        remaining = std::max(2, remaining / 2);
+    }
+    sequence.resize(size_t(simulations));
+    return sequence;
+}
+
+int argmax(const std::vector<double>& x) {
+    int best = 0;
+    for (int i = 1; i < int(x.size()); ++i)
+        if (x[size_t(i)] > x[size_t(best)]) best = i;
+    return best;
+}
+
+std::vector<double> softmax(const std::vector<double>& x) {
+    double top = *std::max_element(x.begin(), x.end());
+    std::vector<double> z(x.size());
+    for (size_t i = 0; i < x.size(); ++i) z[i] = std::exp(x[i] - top);
+    double total = pairwise_sum(z.data(), z.size());
+    for (double& v : z) v = v / total;
+    return z;
+}
+
+// numpy's float32 pairwise sum (np.add.reduce with dtype float32)
+float pairwise_sum_f(const float* a, size_t n) {
+    if (n < 8) {
+        float res = 0.0f;
+        for (size_t i = 0; i < n; ++i) res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        float r[8];
+        for (int j = 0; j < 8; ++j) r[j] = a[j];
+        size_t i = 8;
+        for (; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+        float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i) res += a[i];
+        return res;
+    }
+    size_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sum_f(a, n2) + pairwise_sum_f(a + n2, n - n2);
+}
+
+}  // namespace
+
+Tree::Tree(const History& history, const SearchParams& params, uint64_t draw_seed)
+    : params_(params), history_(history), draws_(draw_seed) {
+    new_root(-1);
+}
+
+const Edge& Tree::edge(int node, int slot) const {
+    const Node& nd = nodes_.at(size_t(node));
+    if (nd.edges < 0 || slot < 0 || slot >= nd.count) throw std::out_of_range("no such edge");
+    return edges_[size_t(nd.edges + slot)];
+}
+
+double Tree::prior_at(int node, int slot) const { return edges_of(node)[slot].prior; }
+
+double Tree::selection_prior(int node, int slot) const {
+    if (node == root_ && root_priors_set_) return root_priors_[size_t(slot)];
+    return edges_of(node)[slot].prior;
+}
+
+double Tree::node_q(int id) const {
+    const Node& nd = nodes_[size_t(id)];
+    if (nd.proven) return double(nd.proven);
+    return nd.n ? nd.w / double(nd.n) : nd.value;
+}
+
+// -- a search ---------------------------------------------------------------------------------
+
+void Tree::start(double simulations, const std::vector<uint16_t>& only,
+                 const std::vector<double>& noise) {
+    if (in_flight_) throw std::runtime_error("start() while leaves are still being evaluated");
+    only_ = only;
+    target_ = (simulations <= 0 || !std::isfinite(simulations)) ? INF : std::floor(simulations);
+    started_ = 0;
+    max_depth_ = 0;
+    generation_ += 1;
+    prepared_ = false;
+    gumbel_.reset();
+    noise_ = noise;
+}
+
+bool Tree::finished() const {
+    if (in_flight_) return false;
+    const Node& root = nodes_[size_t(root_)];
+    if (root.state == TERMINAL || (root.proven && root.state == EXPANDED)) return true;
+    if (root.state == EXPANDED && allowed_all_blocked()) return true;
+    return root.state == EXPANDED && double(started_) >= target_;
+}
+
+int Tree::gather(int limit, LeafBatch& batch, int tree_index, EvalCache* cache) {
+    if (limit <= 0) limit = params_.leaves_per_gather;
+    Node& root = nodes_[size_t(root_)];
+    if (root.state != EXPANDED) {
+        if (root.state == NEW) {
+            root.state = PENDING;
+            in_flight_ += 1;
+            write_root_input(batch, tree_index, cache);
+            return 1;
+        }
+        return 0;
+    }
+    if (!prepared_) prepare_root();
+    int out = 0;
+    const bool restricted = !allowed_.empty();
+    gather_batch_ = &batch;
+    gather_tree_ = tree_index;
+    gather_cache_ = cache;
+    while (out < limit && double(started_) < target_ && !nodes_[size_t(root_)].proven) {
+        if (restricted && allowed_all_blocked()) break;
+        bool collision = false;
+        int leaf = descend(collision);
+        if (collision) {
+            if (int(collided_.size()) > params_.collisions) break;
+        } else if (nodes_[size_t(leaf)].state == PENDING) {
+            out += 1;
+        }
+    }
+    gather_batch_ = nullptr;
+    for (int leaf : collided_) undo(leaf);
+    collided_.clear();
+    in_flight_ += out;
+    return out;
+}
+
+int Tree::descend(bool& collision) {
+    path_.clear();
+    positions_.clear();
+    positions_.push_back(history_.current());
+    int node = root_;
+    int depth = 0;
+    const double vl = params_.virtual_loss;
+    while (true) {
+        Node* nd = &nodes_[size_t(node)];
+        if (nd->state != EXPANDED || (nd->proven && node != root_)) {
+            if (nd->state == PENDING) {  // gather() takes the virtual visits back later
+                collided_.push_back(node);
+                collision = true;
+                return node;
+            }
+            started_ += 1;
+            double value = nd->state == TERMINAL ? nd->value : double(nd->proven);
+            backup(node, value);
+            return node;
+        }
+        int slot;
+        if ((depth & 1) && double(nd->n) > params_.nscl && frozen_ready(node)) {
+            slot = sample_frozen(node);
+        } else if (params_.gumbel) {
+            if (node == root_) {
+                slot = gumbel_select();
+            } else {
+                std::vector<double> policy = improved_policy(node);
+                const Edge* E = edges_of(node);
+                double total = 0.0;
+                {
+                    std::vector<double> visits(nd->count);
+                    for (int s = 0; s < nd->count; ++s) visits[size_t(s)] = double(E[s].N);
+                    total = pairwise_sum(visits.data(), visits.size());
+                }
+                std::vector<double> scores(nd->count);
+                for (int s = 0; s < nd->count; ++s) {
+                    scores[size_t(s)] = policy[size_t(s)] - double(E[s].N) / (1.0 + total);
+                    if (nd->has_block && E[s].blocked) scores[size_t(s)] += NEG_INF;
+                }
+                slot = argmax(scores);
+            }
+        } else {
+            int n = nd->n;
+            double parent_q = nd->w / double(n);
+            double fpu = params_.fpu_absolute
+                             ? params_.fpu_value
+                             : parent_q - params_.fpu_value * std::sqrt(std::max(nd->visited_p, 0.0));
+            slot = puct_slot(node, exploration(n, params_.c_init, params_.c_base), fpu);
+        }
+        // virtual visit: counts at once, the value when the evaluation comes back
+        Edge& e = edges_of(node)[slot];
+        if (e.N == 0) nd->visited_p += selection_prior(node, slot);
+        e.N += 1;
+        e.W = e.W - vl;
+        nd->n += 1;
+        path_.push_back(node);
+        depth += 1;
+        positions_.push_back(positions_.back());
+        positions_.back().play(Move(e.move));
+        int child = e.child;
+        if (child < 0) {
+            child = make_child(node, slot, depth);
+            edges_of(node)[slot].child = child;
+            if (depth > max_depth_) max_depth_ = depth;
+            started_ += 1;
+            if (nodes_[size_t(child)].state == TERMINAL) backup(child, nodes_[size_t(child)].value);
+            return child;
+        }
+        node = child;
+    }
+}
+
+int Tree::make_child(int parent, int slot, int depth) {
+    const Position& pos = positions_.back();
+    const uint64_t key = pos.key;
+    int reps = 0;
+    const int clock = pos.halfmove_clock;
+    if (clock >= 4) {  // a repetition needs at least four reversible plies
+        reps = history_.count(key);  // the root's and the game's positions
+        // the tree's positions with the same side to move, below the root
+        const int last = std::min(clock, int(path_.size()) - 1);
+        for (int distance = 2; distance <= last; distance += 2)
+            if (nodes_[size_t(path_[path_.size() - size_t(distance)])].key == key) reps += 1;
+    }
+    Move moves[MAX_MOVES];
+    Status status = leaf_status(pos, reps, params_.draw_repetitions, params_.fifty_move_draw, moves);
+    const int id = int(nodes_.size());
+    nodes_.emplace_back();
+    Node& node = nodes_.back();
+    node.key = key;
+    node.reps = uint8_t(std::min(reps, 255));
+    node.parent = parent;
+    node.slot = int16_t(slot);
+    if (status.ending != Ending::NONE) {
+        node.state = TERMINAL;
+        node.value = status.value;
+        if (status.value < 0 && params_.solver) node.proven = -1;
+        return id;
+    }
+    node.state = PENDING;
+    node.count = uint16_t(status.count);
+    node.edges = int(edges_.size());
+    int16_t indices[MAX_MOVES];
+    for (int i = 0; i < status.count; ++i) {
+        Edge e;
+        e.move = moves[i].raw;
+        e.index = uint16_t(policy_index(moves[i], pos.turn));
+        indices[i] = int16_t(e.index);
+        edges_.push_back(e);
+    }
+    // the leaf's history: its frame, then its ancestors' (parent first), then the game's
+    uint64_t frames[HISTORY * FRAME_WORDS] = {};
+    pos.frame(frames, reps);
+    int filled = 1;
+    for (int i = 1; i <= std::min(7, depth); ++i, ++filled) {
+        size_t at = size_t(depth - i);
+        positions_[at].frame(frames + filled * FRAME_WORDS, nodes_[size_t(path_[at])].reps);
+    }
+    for (size_t f = 0; filled < HISTORY && f * FRAME_WORDS < pre_root_.size(); ++f, ++filled)
+        std::copy_n(&pre_root_[f * FRAME_WORDS], FRAME_WORDS, frames + filled * FRAME_WORDS);
+    int64_t meta[META_FIELDS];
+    pos.meta(meta);
+    gather_batch_->add(gather_tree_, id, frames, meta, moves, indices, status.count, gather_cache_);
+    return id;
+}
+
+void Tree::write_root_input(LeafBatch& batch, int tree_index, EvalCache* cache) {
+    uint64_t frames[HISTORY * FRAME_WORDS] = {};
+    history_.frames(frames, HISTORY);
+    int64_t meta[META_FIELDS];
+    history_.current().meta(meta);
+    const Node& root = nodes_[size_t(root_)];
+    Move moves[MAX_MOVES];
+    int16_t indices[MAX_MOVES];
+    const Edge* E = edges_of(root_);
+    for (int i = 0; i < root.count; ++i) {
+        moves[i] = Move(E[i].move);
+        indices[i] = int16_t(E[i].index);
+    }
+    batch.add(tree_index, root_, frames, meta, moves, indices, root.count, cache);
+}
+
+void Tree::backup(int node, double value) {
+    const double vl = params_.virtual_loss;
+    Node& nd = nodes_[size_t(node)];
+    nd.n += 1;
+    nd.w += value;
+    bool proof = params_.solver && nd.proven != 0;
+    int child = node;
+    while (child != root_) {
+        const int parent = nodes_[size_t(child)].parent;
+        const int slot = nodes_[size_t(child)].slot;
+        value = -value;
+        Edge& e = edges_of(parent)[slot];
+        e.W = e.W + value + vl;
+        if (proof) {
+            update_proof(parent, slot, child, proof);
+            if (proof) value = double(nodes_[size_t(parent)].proven);
+        }
+        nodes_[size_t(parent)].w += value;
+        child = parent;
+    }
+}
+
+void Tree::update_proof(int parent, int slot, int child, bool& proof) {
+    Node& p = nodes_[size_t(parent)];
+    const Node& c = nodes_[size_t(child)];
+    if (p.proven) {
+        proof = false;
+        return;
+    }
+    if (c.proven < 0) {  // the move mates / wins: the parent is won
+        p.proven = 1;
+        p.plies = c.plies + 1;
+        proof = true;
+        return;
+    }
+    Edge* E = edges_of(parent);
+    if (!p.has_block) {
+        for (int s = 0; s < p.count; ++s) E[s].blocked = false;
+        p.has_block = true;
+    }
+    E[slot].blocked = true;
+    int longest = 0;
+    for (int s = 0; s < p.count; ++s) {
+        int ch = E[s].child;
+        if (ch < 0 || nodes_[size_t(ch)].proven <= 0) {
+            proof = false;
+            return;
+        }
+        longest = std::max(longest, nodes_[size_t(ch)].plies);
+    }
+    p.proven = -1;
+    p.plies = longest + 1;
+    proof = true;
+}
+
+void Tree::undo(int leaf) {
+    const double vl = params_.virtual_loss;
+    int child = leaf;
+    while (child != root_) {
+        const int parent = nodes_[size_t(child)].parent;
+        const int slot = nodes_[size_t(child)].slot;
+        Edge& e = edges_of(parent)[slot];
+        e.N -= 1;
+        e.W = e.W + vl;
+        Node& p = nodes_[size_t(parent)];
+        if (e.N == 0) p.visited_p -= selection_prior(parent, slot);
+        p.n -= 1;
+        if (parent == root_ && gumbel_) {
+            gumbel_->counts[size_t(slot)] -= 1.0;
+            gumbel_->k -= 1;
+        }
+        child = parent;
+    }
+}
+
+void Tree::apply_priors(int node, const double* priors, int count, double value, double draw) {
+    if (node < 0 || node >= int(nodes_.size()) || nodes_[size_t(node)].state != PENDING ||
+        nodes_[size_t(node)].count != count)
+        throw std::invalid_argument("apply: not a leaf waiting for this evaluation");
+    std::vector<double> p(priors, priors + count);
+    const double t = params_.policy_temperature;
+    if (t != 1.0) {  // search/puct.py: temper_priors
+        std::vector<double> tempered(static_cast<size_t>(count));
+        for (int i = 0; i < count; ++i) tempered[size_t(i)] = std::pow(p[size_t(i)], 1.0 / t);
+        double total = pairwise_sum(tempered.data(), tempered.size());
+        if (total > 0) {
+            for (int i = 0; i < count; ++i) p[size_t(i)] = tempered[size_t(i)] / total;
+        }
+    }
+    expand(node, p, value, draw);
+}
+
+void Tree::apply_logits(int node, const float* logits, int count, double value, double draw) {
+    if (node < 0 || node >= int(nodes_.size()) || nodes_[size_t(node)].state != PENDING ||
+        nodes_[size_t(node)].count != count)
+        throw std::invalid_argument("apply: not a leaf waiting for this evaluation");
+    // the masked softmax at the policy temperature, in double
+    std::vector<double> p(static_cast<size_t>(count));
+    double top = NEG_INF;
+    for (int i = 0; i < count; ++i) top = std::max(top, double(logits[i]));
+    const double t = params_.policy_temperature;
+    for (int i = 0; i < count; ++i) p[size_t(i)] = std::exp((double(logits[i]) - top) / t);
+    double total = pairwise_sum(p.data(), p.size());
+    if (!(total > 0) || !std::isfinite(total)) {  // non-finite logits: uniform, never NaN
+        for (double& v : p) v = 1.0 / count;
+    } else {
+        for (double& v : p) v = v / total;
+    }
+    expand(node, p, value, draw);
+}
+
+void Tree::expand(int node, std::vector<double>& priors, double value, double draw) {
+    in_flight_ -= 1;
+    if (!std::isfinite(value)) value = 0.0;
+    Node& nd = nodes_[size_t(node)];
+    Edge* E = edges_of(node);
+    for (int s = 0; s < nd.count; ++s) {
+        E[s].prior = priors[size_t(s)];
+        E[s].N = 0;
+        E[s].W = 0.0;
+        E[s].child = -1;
+    }
+    nd.visited_p = 0.0;
+    nd.value = value;
+    nd.draw = draw;
+    nd.state = EXPANDED;
+    if (node == root_) {
+        nd.n = 1;
+        nd.w = value;
+        return;
+    }
+    backup(node, value);
+}
+
+int Tree::puct_slot(int node, double cs, double fpu) const {
+    const Node& nd = nodes_[size_t(node)];
+    const Edge* E = edges_of(node);
+    const bool root = node == root_ && root_priors_set_;
+    auto prior = [&](int s) { return root ? root_priors_[size_t(s)] : E[s].prior; };
+    if (nd.has_block) {  // proven children or a restricted root: the full scan
+        double best = NEG_INF;
+        int slot = 0;
+        for (int s = 0; s < nd.count; ++s) {
+            if (E[s].blocked) continue;
+            double visits = double(E[s].N);
+            double score = prior(s) * cs / (visits + 1.0) + (visits > 0 ? edge_q(E[s]) : fpu);
+            if (score > best) {
+                best = score;
+                slot = s;
+            }
+        }
+        return slot;
+    }
+    // the unvisited child with the highest prior is the best unvisited one
+    int slot = nd.count;
+    double best = NEG_INF;
+    double top = NEG_INF;
+    for (int s = 0; s < nd.count; ++s) {
+        if (E[s].N == 0 && (slot == nd.count || prior(s) > top)) {
+            slot = s;
+            top = prior(s);
+        }
+    }
+    if (slot < nd.count) best = prior(slot) * cs / 1.0 + fpu;
+    for (int s = 0; s < nd.count; ++s) {
+        if (E[s].N == 0) continue;
+        double score = prior(s) * cs / (double(E[s].N) + 1.0) + edge_q(E[s]);
+        if (score > best || (score == best && s < slot)) {
+            best = score;
+            slot = s;
+        }
+    }
+    return slot;
+}
+
+bool Tree::frozen_ready(int node) {
+    Node& nd = nodes_[size_t(node)];
+    if (nd.frozen_gen == generation_) return true;
+    const Edge* E = edges_of(node);
+    double total = 0.0;
+    for (int s = 0; s < nd.count; ++s) total += double(E[s].N);  // whole numbers: exact
+    if (total <= 0) return false;
+    nd.frozen = int(frozen_.size());
+    double running = 0.0;
+    for (int s = 0; s < nd.count; ++s) {
+        running += double(E[s].N);
+        frozen_.push_back(running);
+    }
+    nd.frozen_gen = generation_;
+    return true;
+}
+
+int Tree::sample_frozen(int node) {
+    const Node& nd = nodes_[size_t(node)];
+    const double* cum = &frozen_[size_t(nd.frozen)];
+    const double x = draws_.uniform() * cum[nd.count - 1];
+    // numpy.searchsorted(..., side="right"): the first entry greater than x
+    return int(std::upper_bound(cum, cum + nd.count, x) - cum);
+}
+
+std::vector<double> Tree::frozen_distribution(int node) const {
+    const Node& nd = nodes_.at(size_t(node));
+    if (nd.frozen_gen != generation_ || nd.frozen < 0) return {};
+    return std::vector<double>(frozen_.begin() + nd.frozen, frozen_.begin() + nd.frozen + nd.count);
+}
+
+// -- the root --------------------------------------------------------------------------------
+
+void Tree::new_root(int keep) {
+    target_ = 0.0;
+    only_.clear();
+    allowed_.clear();
+    started_ = 0;
+    max_depth_ = 0;
+    gumbel_.reset();
+    prepared_ = false;
+    root_priors_set_ = false;
+    noise_.clear();
+    std::vector<uint64_t> before(static_cast<size_t>(HISTORY * FRAME_WORDS));
+    history_.frames(before.data(), HISTORY);
+    // the frames before the root's, newest first, as many as the game has
+    int earlier = std::min(HISTORY, history_.size()) - 1;
+    pre_root_.assign(before.begin() + FRAME_WORDS, before.begin() + FRAME_WORDS * (1 + earlier));
+    if (keep >= 0) {
+        root_ = compact(keep);
+        Node& root = nodes_[size_t(root_)];
+        const Edge* E = edges_of(root_);
+        std::vector<double> visited;
+        for (int s = 0; s < root.count; ++s)
+            if (E[s].N > 0) visited.push_back(E[s].prior);
+        root.visited_p = pairwise_sum(visited.data(), visited.size());
+        return;
+    }
+    nodes_.clear();
+    edges_.clear();
+    frozen_.clear();
+    const Position& pos = history_.current();
+    Node root;
+    root.key = pos.key;
+    root.reps = uint8_t(std::min(history_.repetitions(), 255));
+    Move moves[MAX_MOVES];
+    int count = pos.legal_moves(moves);
+    if (count == 0) {  // only mate and stalemate leave nothing to search
+        root.state = TERMINAL;
+        root.value = pos.in_check() ? -1.0 : 0.0;
+    } else {
+        root.count = uint16_t(count);
+        root.edges = 0;
+        for (int i = 0; i < count; ++i) {
+            Edge e;
+            e.move = moves[i].raw;
+            e.index = uint16_t(policy_index(moves[i], pos.turn));
+            edges_.push_back(e);
+        }
+    }
+    nodes_.push_back(root);
+    root_ = 0;
+}
+
+int Tree::compact(int keep) {
+    std::vector<Node> nodes;
+    std::vector<Edge> edges;
+    // breadth first: (old id, new parent)
+    std::vector<std::pair<int, int>> queue = {{keep, -1}};
+    for (size_t i = 0; i < queue.size(); ++i) {
+        auto [old, parent] = queue[i];
+        Node nd = nodes_[size_t(old)];
+        const int id = int(nodes.size());
+        nd.parent = parent;
+        nd.frozen = -1;
+        nd.frozen_gen = -1;
+        if (parent < 0) nd.slot = -1;
+        else edges[size_t(nodes[size_t(parent)].edges + nd.slot)].child = id;
+        if (nd.edges >= 0) {
+            const int first = int(edges.size());
+            for (int s = 0; s < nd.count; ++s) {
+                Edge e = edges_[size_t(nd.edges + s)];
+                if (e.child >= 0) queue.emplace_back(e.child, id);
+                edges.push_back(e);
+            }
+            nd.edges = first;
+        }
+        nodes.push_back(nd);
+    }
+    nodes_.swap(nodes);
+    edges_.swap(edges);
+    frozen_.clear();
+    return 0;
+}
+
+void Tree::prepare_root() {
+    prepared_ = true;
+    Node& root = nodes_[size_t(root_)];
+    const Edge* E = edges_of(root_);
+    root_priors_.assign(size_t(root.count), 0.0);
+    for (int s = 0; s < root.count; ++s) root_priors_[size_t(s)] = E[s].prior;
+    root_priors_set_ = true;
+    restrict_root();
+    if (root.proven) {
+        // nothing will be searched: no noise (the reference draws none either)
+    } else if (params_.gumbel) {
+        auto g = std::make_unique<Gumbel>();
+        const int n = root.count;
+        g->base.resize(size_t(n));
+        for (int s = 0; s < n; ++s) {
+            double noise = (params_.gumbel_noise && int(noise_.size()) == n) ? noise_[size_t(s)] : 0.0;
+            g->base[size_t(s)] = noise + std::log(std::max(E[s].prior, 1e-30));
+        }
+        std::vector<double> eligible = g->base;
+        int candidates = n;
+        if (!allowed_.empty()) {
+            candidates = 0;
+            for (int s = 0; s < n; ++s) {
+                if (!allowed_[size_t(s)]) eligible[size_t(s)] = NEG_INF;
+                else candidates += 1;
+            }
+        }
+        g->m = std::min(params_.gumbel_m, candidates);
+        std::vector<int> order(static_cast<size_t>(n));
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+            return -eligible[size_t(a)] < -eligible[size_t(b)];
+        });
+        g->considered.assign(size_t(n), false);
+        for (int i = 0; i < g->m; ++i) g->considered[size_t(order[size_t(i)])] = true;
+        int sims = std::isfinite(target_) ? int(target_) : params_.default_simulations;
+        g->schedule = considered_visits(g->m, std::max(sims, 1));
+        g->counts.assign(size_t(n), 0.0);
+        gumbel_ = std::move(g);
+    } else if (params_.root_noise && root.count > 1 && int(noise_.size()) == root.count) {
+        const double eps = params_.dirichlet_epsilon;
+        for (int s = 0; s < root.count; ++s)
+            root_priors_[size_t(s)] = (1.0 - eps) * E[s].prior + eps * noise_[size_t(s)];
+    }
+    std::vector<double> visited;
+    for (int s = 0; s < root.count; ++s)
+        if (E[s].N > 0) visited.push_back(root_priors_[size_t(s)]);
+    root.visited_p = pairwise_sum(visited.data(), visited.size());
+}
+
+void Tree::restrict_root() {
+    Node& root = nodes_[size_t(root_)];
+    Edge* E = edges_of(root_);
+    if (!allowed_.empty()) {  // lift the previous search's restriction: the proofs' blocks
+        root.has_block = false;
+        for (int s = 0; s < root.count; ++s) {
+            int ch = E[s].child;
+            E[s].blocked = ch >= 0 && nodes_[size_t(ch)].proven > 0;
+            root.has_block = root.has_block || E[s].blocked;
+        }
+        allowed_.clear();
+    }
+    if (only_.empty()) return;
+    std::vector<bool> allowed(static_cast<size_t>(root.count));
+    int count = 0;
+    for (int s = 0; s < root.count; ++s) {
+        allowed[size_t(s)] = std::find(only_.begin(), only_.end(), E[s].move) != only_.end();
+        count += allowed[size_t(s)];
+    }
+    if (count == 0 || count == root.count) return;
+    if (!root.has_block)
+        for (int s = 0; s < root.count; ++s) E[s].blocked = false;
+    root.has_block = true;
+    for (int s = 0; s < root.count; ++s)
+        if (!allowed[size_t(s)]) E[s].blocked = true;
+    allowed_ = allowed;
+}
+
+bool Tree::allowed_all_blocked() const {
+    const Node& root = nodes_[size_t(root_)];
+    if (allowed_.empty() || !root.has_block) return false;
+    const Edge* E = edges_of(root_);
+    for (int s = 0; s < root.count; ++s)
+        if (!E[s].blocked) return false;
+    return true;
+}
+
+// -- Gumbel ------------------------------------------------------------------------------------
+
+std::vector<double> Tree::completed_q(int node, const double* priors) const {
+    // search/gumbel.py: completed_q with mixed_value
+    const Node& nd = nodes_[size_t(node)];
+    const Edge* E = edges_of(node);
+    const int n = nd.count;
+    std::vector<double> visits(static_cast<size_t>(n));
+    for (int s = 0; s < n; ++s) visits[size_t(s)] = double(E[s].N);
+    double mixed = nd.value;
+    double total = pairwise_sum(visits.data(), visits.size());
+    std::vector<double> p, pq;
+    for (int s = 0; s < n; ++s) {
+        if (E[s].N > 0) {
+            p.push_back(priors[s]);
+            pq.push_back(priors[s] * edge_q(E[s]));
+        }
+    }
+    if (total > 0 && !p.empty()) {
+        double mass = pairwise_sum(p.data(), p.size());
+        if (mass > 0) {
+            double weighted = pairwise_sum(pq.data(), pq.size()) / mass;
+            mixed = (nd.value + total * weighted) / (1.0 + total);
+        }
+    }
+    std::vector<double> completed(static_cast<size_t>(n));
+    for (int s = 0; s < n; ++s) completed[size_t(s)] = E[s].N > 0 ? edge_q(E[s]) : mixed;
+    if (params_.gumbel_rescale) {
+        double low = *std::min_element(completed.begin(), completed.end());
+        double high = *std::max_element(completed.begin(), completed.end());
+        double span = std::max(high - low, 1e-8);
+        for (double& v : completed) v = (v - low) / span;
+    } else {
+        for (double& v : completed) v = (std::min(std::max(v, -1.0), 1.0) + 1.0) * 0.5;
+    }
+    return completed;
+}
+
+std::vector<double> Tree::improved_policy(int node) const {
+    const Node& nd = nodes_[size_t(node)];
+    const Edge* E = edges_of(node);
+    std::vector<double> priors(nd.count);
+    double top = 0.0;  // visits.max(initial=0.0)
+    for (int s = 0; s < nd.count; ++s) {
+        priors[size_t(s)] = E[s].prior;
+        top = std::max(top, double(E[s].N));
+    }
+    std::vector<double> q_hat = completed_q(node, priors.data());
+    const double scale = (params_.c_visit + top) * params_.c_scale;
+    std::vector<double> x(nd.count);
+    for (int s = 0; s < nd.count; ++s)
+        x[size_t(s)] = std::log(std::max(E[s].prior, 1e-30)) + scale * q_hat[size_t(s)];
+    return softmax(x);
+}
+
+std::vector<double> Tree::gumbel_scores() const {
+    const Node& root = nodes_[size_t(root_)];
+    const Edge* E = edges_of(root_);
+    std::vector<double> priors(root.count);
+    double top = NEG_INF;
+    for (int s = 0; s < root.count; ++s) {
+        priors[size_t(s)] = E[s].prior;
+        top = std::max(top, double(E[s].N));
+    }
+    std::vector<double> q_hat = completed_q(root_, priors.data());
+    const double scale = (params_.c_visit + top) * params_.c_scale;
+    std::vector<double> scores(root.count);
+    for (int s = 0; s < root.count; ++s) {
+        scores[size_t(s)] = gumbel_->base[size_t(s)] + scale * q_hat[size_t(s)];
+        if (!gumbel_->considered[size_t(s)]) scores[size_t(s)] = NEG_INF;
+    }
+    if (root.has_block) {
+        std::vector<double> blocked = scores;
+        bool any = false;
+        for (int s = 0; s < root.count; ++s) {
+            if (E[s].blocked) blocked[size_t(s)] += NEG_INF;
+            any = any || std::isfinite(blocked[size_t(s)]);
+        }
+        if (any) scores = blocked;
+    }
+    return scores;
+}
+
+int Tree::gumbel_select() {
+    Gumbel& g = *gumbel_;
+    std::vector<double> scores = gumbel_scores();
+    const int n = int(scores.size());
+    double wanted;
+    if (g.k < g.schedule.size()) {
+        wanted = g.schedule[g.k];
+    } else {  // past the budget (an unbounded search): keep halving between the best two
+        std::vector<int> order(static_cast<size_t>(n));
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int a, int b) { return -scores[size_t(a)] < -scores[size_t(b)]; });
+        wanted = g.counts[size_t(order[0])];
+        if (n > 1) wanted = std::min(wanted, g.counts[size_t(order[1])]);
+    }
+    std::vector<bool> mask(static_cast<size_t>(n));
+    bool any = false;
+    for (int s = 0; s < n; ++s) {
+        mask[size_t(s)] = g.counts[size_t(s)] == wanted && std::isfinite(scores[size_t(s)]);
+        any = any || mask[size_t(s)];
+    }
+    if (!any) {
+        double low = INF;
+        for (int s = 0; s < n; ++s)
+            if (std::isfinite(scores[size_t(s)])) low = std::min(low, g.counts[size_t(s)]);
+        for (int s = 0; s < n; ++s)
+            mask[size_t(s)] = std::isfinite(scores[size_t(s)]) && g.counts[size_t(s)] == low;
+    }
+    std::vector<double> masked(static_cast<size_t>(n));
+    for (int s = 0; s < n; ++s) masked[size_t(s)] = mask[size_t(s)] ? scores[size_t(s)] : NEG_INF;
+    int slot = argmax(masked);
+    g.counts[size_t(slot)] += 1.0;
+    g.k += 1;
+    return slot;
+}
+
+int Tree::gumbel_final() const {
+    const Gumbel& g = *gumbel_;
+    std::vector<double> scores = gumbel_scores();
+    const int n = int(scores.size());
+    double most = NEG_INF;
+    for (int s = 0; s < n; ++s)
+        if (std::isfinite(scores[size_t(s)])) most = std::max(most, g.counts[size_t(s)]);
+    std::vector<double> masked(static_cast<size_t>(n));
+    for (int s = 0; s < n; ++s)
+        masked[size_t(s)] = (std::isfinite(scores[size_t(s)]) && g.counts[size_t(s)] == most)
+                                ? scores[size_t(s)]
+                                : NEG_INF;
+    return argmax(masked);
+}
+
+// -- the game --------------------------------------------------------------------------------
+
+void Tree::advance(Move move) {
+    if (in_flight_) throw std::runtime_error("advance() while leaves are still being evaluated");
+    const Node& root = nodes_[size_t(root_)];
+    int child = -1;
+    bool legal = false;
+    if (root.state == EXPANDED && params_.reuse_tree) {
+        const Edge* E = edges_of(root_);
+        for (int s = 0; s < root.count; ++s) {
+            if (E[s].move == move.raw) {
+                child = E[s].child;
+                legal = true;
+                break;
+            }
+        }
+    } else {
+        Move moves[MAX_MOVES];
+        int count = history_.current().legal_moves(moves);
+        legal = std::find(moves, moves + count, move) != moves + count;
+    }
+    if (!legal) throw std::invalid_argument("illegal move " + move.uci());
+    history_.push(move);
+    int keep = (child >= 0 && nodes_[size_t(child)].state == EXPANDED) ? child : -1;
+    new_root(keep);
+}
+
+Status Tree::root_status(int draw_repetitions, bool fifty_move_draw) const {
+    Move moves[MAX_MOVES];
+    return leaf_status(history_.current(), history_.repetitions(), draw_repetitions,
+                       fifty_move_draw, moves);
+}
+
+// -- reading the search ---------------------------------------------------------------------
+
+int Tree::winning_slot(int node) const {
+    const Node& nd = nodes_[size_t(node)];
+    if (nd.proven <= 0 || nd.state != EXPANDED) return -1;
+    int best = -1;
+    int best_plies = std::numeric_limits<int>::max();
+    const Edge* E = edges_of(node);
+    for (int s = 0; s < nd.count; ++s) {
+        int ch = E[s].child;
+        if (ch >= 0 && nodes_[size_t(ch)].proven < 0 && nodes_[size_t(ch)].plies < best_plies) {
+            if (!nd.has_block || !E[s].blocked) {
+                best = s;
+                best_plies = nodes_[size_t(ch)].plies;
+            }
+        }
+    }
+    return best;
+}
+
+int Tree::best_child(int node) const {
+    const Node& nd = nodes_[size_t(node)];
+    if (nd.state != EXPANDED || nd.count == 0) return -1;
+    int winning = winning_slot(node);
+    if (winning >= 0) return winning;
+    const Edge* E = edges_of(node);
+    std::vector<double> visits(nd.count);
+    for (int s = 0; s < nd.count; ++s) visits[size_t(s)] = double(E[s].N);
+    bool any_open = false;
+    if (nd.has_block)
+        for (int s = 0; s < nd.count; ++s) any_open = any_open || !E[s].blocked;
+    if (nd.has_block && any_open) {
+        for (int s = 0; s < nd.count; ++s)
+            if (E[s].blocked) visits[size_t(s)] = -1.0;
+    } else if (nd.proven < 0) {  // every move loses: resist longest
+        std::vector<double> plies(nd.count);
+        for (int s = 0; s < nd.count; ++s)
+            plies[size_t(s)] = E[s].child >= 0 ? nodes_[size_t(E[s].child)].plies : -1;
+        return argmax(plies);
+    }
+    double best = *std::max_element(visits.begin(), visits.end());
+    if (best <= 0) {  // nothing visited: the highest prior that is not blocked
+        std::vector<double> p(nd.count);
+        for (int s = 0; s < nd.count; ++s)
+            p[size_t(s)] = visits[size_t(s)] < 0 ? -1.0 : selection_prior(node, s);
+        return argmax(p);
+    }
+    int choice = -1;
+    double choice_q = NEG_INF;
+    for (int s = 0; s < nd.count; ++s) {
+        if (visits[size_t(s)] != best) continue;
+        double q = edge_q(E[s]);
+        if (choice < 0 || q > choice_q) {
+            choice = s;
+            choice_q = q;
+        }
+    }
+    return choice;
+}
+
+std::vector<int> Tree::ranked_slots(int node, bool restricted) const {
+    const Node& nd = nodes_[size_t(node)];
+    const Edge* E = edges_of(node);
+    struct Rank {
+        int group;
+        double order, tie;
+        int slot;
+    };
+    std::vector<Rank> ranked;
+    for (int s = 0; s < nd.count; ++s) {
+        if (restricted && !allowed_[size_t(s)]) continue;
+        int ch = E[s].child;
+        int proven = ch >= 0 ? nodes_[size_t(ch)].proven : 0;
+        int plies = ch >= 0 ? nodes_[size_t(ch)].plies : 0;
+        int group = proven < 0 ? 0 : proven > 0 ? 2 : 1;
+        double order = proven < 0 ? plies : proven > 0 ? -plies : -double(E[s].N);
+        double tie = E[s].N ? -edge_q(E[s]) : -selection_prior(node, s);
+        ranked.push_back({group, order, tie, s});
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const Rank& a, const Rank& b) {
+        if (a.group != b.group) return a.group < b.group;
+        if (a.order != b.order) return a.order < b.order;
+        if (a.tie != b.tie) return a.tie < b.tie;
+        return a.slot < b.slot;
+    });
+    std::vector<int> slots;
+    for (const Rank& r : ranked) slots.push_back(r.slot);
+    return slots;
+}
+
+int Tree::best_slot() const {
+    const Node& root = nodes_[size_t(root_)];
+    if (root.state != EXPANDED) return -1;
+    int winning = winning_slot(root_);
+    if (winning >= 0) return winning;
+    if (allowed_all_blocked()) return ranked_slots(root_, !allowed_.empty())[0];
+    if (gumbel_ && started_ > 0) return gumbel_final();
+    return best_child(root_);
+}
+
+std::vector<uint16_t> Tree::pv(int node, int limit) const {
+    std::vector<uint16_t> line;
+    while (node >= 0 && nodes_[size_t(node)].state == EXPANDED && int(line.size()) < limit) {
+        int slot = best_child(node);
+        if (slot < 0) break;
+        const Edge& e = edges_of(node)[slot];
+        line.push_back(e.move);
+        node = e.child;
+    }
+    return line;
+}
+
+std::vector<double> Tree::policy() const {
+    const Node& root = nodes_[size_t(root_)];
+    if (params_.gumbel) return improved_policy(root_);
+    const Edge* E = edges_of(root_);
+    std::vector<double> visits(root.count);
+    for (int s = 0; s < root.count; ++s) visits[size_t(s)] = double(E[s].N);
+    double total = pairwise_sum(visits.data(), visits.size());
+    if (total <= 0) {
+        for (int s = 0; s < root.count; ++s) visits[size_t(s)] = selection_prior(root_, s);
+        return visits;
+    }
+    for (double& v : visits) v = v / total;
+    return visits;
+}
+
+ResultData Tree::result(int lines) const {
+    ResultData r;
+    const Node& root = nodes_[size_t(root_)];
+    r.pv = pv(root_, 64);
+    if (root.state == EXPANDED) {
+        const Edge* E = edges_of(root_);
+        const int n = root.count;
+        r.moves.resize(size_t(n));
+        r.visits.resize(size_t(n));
+        r.q.resize(size_t(n));
+        for (int s = 0; s < n; ++s) {
+            r.moves[size_t(s)] = E[s].move;
+            r.visits[size_t(s)] = double(E[s].N);
+            r.q[size_t(s)] = E[s].N > 0 ? edge_q(E[s]) : std::numeric_limits<double>::quiet_NaN();
+            int ch = E[s].child;
+            if (ch >= 0 && nodes_[size_t(ch)].proven) r.q[size_t(s)] = -nodes_[size_t(ch)].proven;
+        }
+        r.policy = policy();
+        std::vector<float> probs;
+        for (int s = 0; s < n; ++s) {
+            if (r.policy[size_t(s)] > 0) {
+                r.target_indices.push_back(E[s].index);
+                probs.push_back(float(r.policy[size_t(s)]));
+            }
+        }
+        float total = pairwise_sum_f(probs.data(), probs.size());
+        for (float& p : probs) p = p / total;
+        r.target_probs = std::move(probs);
+        r.best = best_slot();
+        if (r.best >= 0 && lines >= 1) {
+            std::vector<int> slots = {r.best};
+            if (lines > 1) {
+                for (int s : ranked_slots(root_, !allowed_.empty())) {
+                    if (int(slots.size()) >= lines) break;
+                    if (s != r.best) slots.push_back(s);
+                }
+            }
+            for (int slot : slots) {
+                RootLineData line;
+                line.move = E[slot].move;
+                line.visits = double(E[slot].N);
+                line.q = r.q[size_t(slot)];
+                int ch = E[slot].child;
+                if (!r.pv.empty() && r.pv[0] == line.move) {
+                    line.pv = r.pv;
+                } else {
+                    line.pv = {line.move};
+                    if (ch >= 0) {
+                        std::vector<uint16_t> rest = pv(ch, 63);
+                        line.pv.insert(line.pv.end(), rest.begin(), rest.end());
+                    }
+                }
+                line.has_mate = false;
+                line.has_draw = false;
+                if (ch >= 0) {
+                    const Node& c = nodes_[size_t(ch)];
+                    if (c.proven) {
+                        line.has_mate = true;
+                        line.mate_in = -c.proven * (c.plies + 1);
+                    } else if (c.state == EXPANDED && !std::isnan(c.draw)) {
+                        line.has_draw = true;
+                        line.draw = c.draw;
+                    }
+                }
+                r.lines.push_back(std::move(line));
+            }
+        }
+    }
+    r.value = node_q(root_);
+    if (root.proven && root.state != TERMINAL) {
+        r.has_mate = true;
+        r.mate_in = root.proven * root.plies;
+    }
+    r.nodes = root.n;
+    r.depth = max_depth_;
+    r.simulations = started_;
+    return r;
+}
+
+std::pair<int, double> Tree::leader() const {
+    const Node& root = nodes_[size_t(root_)];
+    if (root.state != EXPANDED) return {-1, 0.0};
+    const Edge* E = edges_of(root_);
+    if (root.count == 1) return {0, INF};
+    int first = 0;
+    for (int s = 1; s < root.count; ++s)
+        if (E[s].N > E[first].N) first = s;
+    uint32_t second = 0;
+    for (int s = 0; s < root.count; ++s)
+        if (s != first) second = std::max(second, E[s].N);
+    return {first, double(E[first].N) - double(second)};
+}
+
+std::vector<uint16_t> Tree::root_moves() const {
+    const Node& root = nodes_[size_t(root_)];
+    std::vector<uint16_t> moves;
+    for (int s = 0; root.edges >= 0 && s < root.count; ++s) moves.push_back(edges_of(root_)[s].move);
+    return moves;
+}
+
+void Tree::release() {
+    if (in_flight_) throw std::runtime_error("release() while leaves are still being evaluated");
+    std::vector<Node>().swap(nodes_);
+    std::vector<Edge>().swap(edges_);
+    std::vector<double>().swap(frozen_);
+    new_root(-1);
+}
+
+std::vector<double> Tree::choice_visits() const {
+    const Node& root = nodes_[size_t(root_)];
+    std::vector<double> visits;
+    if (root.state != EXPANDED) return visits;
+    const Edge* E = edges_of(root_);
+    bool any_open = false;
+    for (int s = 0; s < root.count; ++s) {
+        visits.push_back(double(E[s].N));
+        any_open = any_open || !(root.has_block && E[s].blocked);
+    }
+    if (root.has_block && any_open)
+        for (int s = 0; s < root.count; ++s)
+            if (E[s].blocked) visits[size_t(s)] = 0.0;
+    return visits;
+}
+
+}  // namespace fz

@@ -1,0 +1,230 @@
+// One game's search tree in C++: PUCT with virtual loss and collisions, first-play urgency,
+// the policy temperature, Dirichlet root noise, search-contempt, Gumbel root search, the
+// MCTS-solver, tree reuse and restricted (searchmoves) roots.
+//
+// It is a transcription of the Python reference, frugalzero/search/tree.py, operation for
+// operation: the same selection rules and tie-breaks, the same floating-point expressions in
+// the same order (NumPy's pairwise sums included, native/search/numeric.h), so that with a
+// deterministic evaluator and no noise both trees give identical visit counts move after move
+// (tests/test_search_native.py). Where the two differ is layout:
+//   - nodes and edges live in arenas (vectors) and link both ways; a kept subtree is copied to
+//     fresh arenas when the root advances, so memory is what the tree holds, no more;
+//   - nodes keep no board: a walk replays the moves from the root (a copy and a make-move a
+//     ply), and a node keeps its Zobrist key and repetition count for the history planes;
+//   - leaves are written straight into a LeafBatch (frames, meta, policy indices) that the
+//     network reads, with no per-position Python.
+// Random draws: contempt's uniforms come from SplitMix64 (the same stream as the reference);
+// Dirichlet and Gumbel noise are drawn by the caller in Python and handed in with start().
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "chess/position.h"
+#include "search/draws.h"
+#include "search/params.h"
+
+namespace fz {
+
+class LeafBatch;
+class EvalCache;
+
+enum NodeState : uint8_t { NEW = 0, PENDING = 1, EXPANDED = 2, TERMINAL = 3 };
+
+struct Edge {
+    double prior = 0.0;  // the network's prior at the policy temperature (Python: node.raw)
+    double W = 0.0;      // value sum, the parent's side-to-move view, virtual losses included
+    uint32_t N = 0;      // visits, virtual ones included
+    int32_t child = -1;  // node id, -1 while the move was never tried
+    uint16_t move = 0;   // Move::raw
+    uint16_t index = 0;  // AlphaZero policy index of the move
+    bool blocked = false;  // -inf in Python's block array: proven lost, or not allowed here
+};
+
+struct Node {
+    uint64_t key = 0;
+    double w = 0.0;          // simulations' value sum, this node's side-to-move view
+    double value = 0.0;      // the network's (or the terminal) value
+    double visited_p = 0.0;  // selection prior mass of the visited children (FPU reduction)
+    double draw = std::numeric_limits<double>::quiet_NaN();  // WDL heads: draw probability
+    int32_t n = 0;           // simulations through this node, its own evaluation included
+    int32_t parent = -1;
+    int32_t edges = -1;  // first edge in the arena
+    int32_t plies = 0;   // plies to the end when proven
+    int32_t frozen = -1;  // search-contempt: offset of the cumulative frozen distribution
+    int32_t frozen_gen = -1;
+    uint16_t count = 0;  // legal moves (edges)
+    int16_t slot = -1;   // index in the parent's edges
+    uint8_t state = NEW;
+    uint8_t reps = 0;  // earlier occurrences of the position (game + path): the frame's count
+    int8_t proven = 0;  // +1 won / -1 lost for the side to move here
+    bool has_block = false;  // Python: block is not None
+};
+
+// What a search's outcome needs from the root (SearchTree.result()), in arrays.
+struct RootLineData {
+    uint16_t move;
+    double visits, q;
+    bool has_mate, has_draw;
+    int mate_in;
+    double draw;
+    std::vector<uint16_t> pv;
+};
+
+struct ResultData {
+    std::vector<uint16_t> moves;
+    std::vector<double> visits, q, policy;
+    std::vector<int64_t> target_indices;
+    std::vector<float> target_probs;
+    double value = 0.0;
+    int best = -1;  // slot of the best move, -1 none
+    std::vector<uint16_t> pv;
+    bool has_mate = false;
+    int mate_in = 0;
+    int nodes = 0, depth = 0;
+    int64_t simulations = 0;
+    std::vector<RootLineData> lines;
+};
+
+class Tree {
+public:
+    Tree(const History& history, const SearchParams& params, uint64_t draw_seed);
+
+    // -- a search ------------------------------------------------------------------------------
+    // ``simulations`` <= 0 or infinite: until stopped. ``only``: the root moves this search may
+    // visit (empty: all). ``noise``: Dirichlet draws over the root's moves (root_noise, not
+    // Gumbel) or Gumbel draws (gumbel with gumbel_noise); empty: none.
+    void start(double simulations, const std::vector<uint16_t>& only,
+               const std::vector<double>& noise);
+    bool finished() const;
+    // Walk to at most ``limit`` (0: leaves_per_gather) leaves needing the network, writing
+    // them to ``batch`` as rows of tree ``tree_index``; returns how many.
+    int gather(int limit, LeafBatch& batch, int tree_index, EvalCache* cache);
+    // Expand a gathered leaf with priors over its moves (already probabilities at T = 1,
+    // tempered here), or with logits (softmax at the policy temperature here).
+    void apply_priors(int node, const double* priors, int count, double value, double draw);
+    void apply_logits(int node, const float* logits, int count, double value, double draw);
+
+    // -- the game ------------------------------------------------------------------------------
+    void advance(Move move);  // std::invalid_argument for an illegal move
+    const History& history() const { return history_; }
+    // The ending of the root position under the game's rules (chess/rules.py:game_ending).
+    Status root_status(int draw_repetitions, bool fifty_move_draw) const;
+
+    // -- reading the search ----------------------------------------------------------------------
+    ResultData result(int lines) const;
+    int best_slot() const;
+    // (most visited root move, its lead over the runner-up; infinite for an only move)
+    std::pair<int, double> leader() const;
+    // visits of the root's moves, zero where the move is proven lost (the self-play choice)
+    std::vector<double> choice_visits() const;
+    std::vector<uint16_t> root_moves() const;
+    // Free the nodes now: the tree keeps only a fresh root (a finished game's tree).
+    void release();
+    bool root_proven() const { return nodes_[root_].proven != 0; }
+    int root_count() const { return nodes_[root_].count; }
+    int root_state() const { return nodes_[root_].state; }
+
+    int64_t started() const { return started_; }
+    bool prepared() const { return prepared_; }  // this search's root setup (noise) is done
+    double target() const { return target_; }
+    int in_flight() const { return in_flight_; }
+    int generation() const { return generation_; }
+    int max_depth() const { return max_depth_; }
+    uint64_t draw_state() const { return draws_.state(); }
+    const SearchParams& params() const { return params_; }
+
+    // -- inspection (tests, the Python node view) ------------------------------------------------
+    int root() const { return root_; }
+    const Node& node(int id) const { return nodes_.at(size_t(id)); }
+    const Edge& edge(int node, int slot) const;
+    int node_count() const { return int(nodes_.size()); }
+    // The selection priors of the root (noisy once prepared), else the edge priors.
+    double selection_prior(int node, int slot) const;
+    std::vector<double> frozen_distribution(int node) const;  // the cumulative sums
+
+private:
+    // walking
+    int descend(bool& collision);
+    int make_child(int parent, int slot, int depth);
+    void backup(int node, double value);
+    void undo(int leaf);
+    void expand(int node, std::vector<double>& priors, double value, double draw);
+    int puct_slot(int node, double cs, double fpu) const;
+    bool frozen_ready(int node);
+    int sample_frozen(int node);
+
+    // the root
+    void new_root(int keep);
+    void prepare_root();
+    void restrict_root();
+    bool allowed_all_blocked() const;
+    void write_root_input(LeafBatch& batch, int tree_index, EvalCache* cache);
+    int compact(int keep);
+
+    // results
+    std::vector<double> policy() const;
+    std::vector<double> improved_policy(int node) const;
+    int best_child(int node) const;
+    int winning_slot(int node) const;
+    std::vector<int> ranked_slots(int node, bool restricted) const;
+    std::vector<uint16_t> pv(int node, int limit) const;
+    double node_q(int node) const;
+    void update_proof(int parent, int slot, int child, bool& proof);
+
+    // Gumbel root search, per search
+    struct Gumbel {
+        std::vector<double> base;       // g + logits
+        std::vector<bool> considered;
+        std::vector<int> schedule;
+        std::vector<double> counts;
+        size_t k = 0;
+        int m = 0;
+    };
+    std::vector<double> gumbel_scores() const;
+    int gumbel_select();
+    int gumbel_final() const;
+
+    std::vector<double> completed_q(int node, const double* priors) const;
+
+    double edge_q(const Edge& e) const { return e.W / double(e.N); }
+    Edge* edges_of(int node) { return &edges_[size_t(nodes_[node].edges)]; }
+    const Edge* edges_of(int node) const { return &edges_[size_t(nodes_[node].edges)]; }
+    double prior_at(int node, int slot) const;
+
+    SearchParams params_;
+    History history_;
+    Draws draws_;
+    std::vector<Node> nodes_;
+    std::vector<Edge> edges_;
+    std::vector<double> frozen_;      // search-contempt cumulative distributions
+    std::vector<uint64_t> pre_root_;  // the frames before the root's, newest first
+    int root_ = 0;
+    std::vector<double> root_priors_;  // the root's selection priors (noisy), once prepared
+    bool root_priors_set_ = false;
+
+    double target_ = 0.0;
+    int64_t started_ = 0;
+    int max_depth_ = 0;
+    int generation_ = 0;
+    int in_flight_ = 0;
+    bool prepared_ = false;
+    std::vector<uint16_t> only_;
+    std::vector<bool> allowed_;  // empty: not restricted
+    std::vector<double> noise_;
+    std::unique_ptr<Gumbel> gumbel_;
+    std::vector<int> collided_;  // pending leaves walked into during this gather
+
+    // the walk in progress: the nodes from the root down and their positions (scratch space
+    // kept between walks), and where gather() writes its leaves
+    std::vector<int> path_;
+    std::vector<Position> positions_;
+    LeafBatch* gather_batch_ = nullptr;
+    int gather_tree_ = 0;
+    EvalCache* gather_cache_ = nullptr;
+};
+
+}  // namespace fz

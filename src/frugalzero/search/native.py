@@ -1,0 +1,408 @@
+"""The native search core (``native/search``, C++) behind ``SearchTree``'s interface.
+
+``NativeTree`` is what ``new_tree`` makes unless ``SearchConfig.core`` is 'python': the same
+search as ``frugalzero.search.tree.SearchTree`` (its reference, held to it move for move by
+tests/test_search_native.py), with the tree, the move generator and the network inputs in C++.
+Its leaves are never Python objects: ``frugalzero.search.driver`` gathers the leaves of many
+trees into one ``LeafBatch`` (NumPy rows of frames, meta and policy indices) and applies the
+network's logits to all of them in one call (``rows``, below).
+
+What stays in Python is what happens once per search or per move: the root's Dirichlet or
+Gumbel noise (from the tree's NumPy generator, exactly where the reference draws it), the move
+choice at a temperature, and the results as ``SearchResult``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import chess
+import numpy as np
+
+from frugalzero import _native
+from frugalzero.chess.history import GameHistory, NetInput
+from frugalzero.chess.native import native_history
+from frugalzero.chess.rules import MATE
+from frugalzero.search.config import SearchConfig
+from frugalzero.search.draws import contempt_seed
+from frugalzero.search.puct import choose_by_visits, temperature_for_ply
+from frugalzero.search.types import Evaluates, RootLine, SearchResult
+
+NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
+_MOVES: dict[int, chess.Move] = {}  # raw 16-bit moves as python-chess moves, made once each
+
+
+def move_of(raw: int) -> chess.Move:
+    """The python-chess move of a native 16-bit move (from | to << 6 | promotion << 12)."""
+    move = _MOVES.get(raw)
+    if move is None:
+        raw = int(raw)
+        move = _MOVES[raw] = chess.Move(raw & 63, (raw >> 6) & 63, (raw >> 12) or None)
+    return move
+
+
+def raw_of(move: chess.Move) -> int:
+    return move.from_square | move.to_square << 6 | (move.promotion or 0) << 12
+
+
+def search_params(config: SearchConfig) -> _native.SearchParams:
+    """The native core's copy of a SearchConfig."""
+    params = _native.SearchParams()
+    for name in (
+        "c_init",
+        "c_base",
+        "fpu_value",
+        "policy_temperature",
+        "root_noise",
+        "dirichlet_epsilon",
+        "nscl",
+        "gumbel",
+        "gumbel_m",
+        "gumbel_noise",
+        "c_visit",
+        "c_scale",
+        "gumbel_rescale",
+        "virtual_loss",
+        "leaves_per_gather",
+        "collisions",
+        "draw_repetitions",
+        "fifty_move_draw",
+        "solver",
+        "reuse_tree",
+    ):
+        setattr(params, name, getattr(config, name))
+    params.fpu_absolute = config.fpu_mode == "absolute"
+    params.default_simulations = config.simulations
+    return params
+
+
+class NativeTree:
+    """One game's search on the native core; the interface of ``SearchTree`` (start, finished,
+    advance, follow, result, leader, choose_move, ending), gathered and applied by the driver
+    in batches of many trees."""
+
+    def __init__(
+        self,
+        history: GameHistory | chess.Board | None = None,
+        config: SearchConfig | None = None,
+        rng: np.random.Generator | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.config = config or SearchConfig()
+        self.rng = rng if rng is not None else np.random.default_rng(seed)
+        self._params = search_params(self.config)
+        self._draw_seed = contempt_seed(self.rng)
+        self._begin(history if history is not None else chess.Board())
+
+    def _begin(self, game: GameHistory | chess.Board) -> None:
+        board = game.board if isinstance(game, GameHistory) else game
+        if hasattr(self, "core"):  # a new game continues the contempt draws' stream
+            self._draw_seed = self.core.draw_state
+        self.core = _native.Tree(native_history(board), self._params, self._draw_seed)
+        self._noise: np.ndarray | None = None  # drawn by start(), until a search takes it
+        self._root_board = board.root()
+        self._moves = list(board.move_stack)
+        self._board: chess.Board | None = None
+
+    # -- the game -----------------------------------------------------------------------------
+    @property
+    def board(self) -> chess.Board:
+        """The root position, with the game's move stack (built when asked for)."""
+        if self._board is None:
+            board = self._root_board.copy()
+            for move in self._moves:
+                board.push(move)
+            self._board = board
+        return self._board
+
+    @property
+    def history(self) -> GameHistory:
+        return GameHistory.of_board(self.board)
+
+    @property
+    def turn(self) -> chess.Color:
+        return self._root_board.turn != bool(len(self._moves) % 2)
+
+    def ending(self) -> tuple[str | None, float | None]:
+        """How the game has ended at the root (``chess.rules.game_ending``): (ending or None,
+        the result from White's view)."""
+        ending, _ = self.core.root_status(3, True)
+        if ending is None:
+            return None, None
+        if ending == MATE:
+            return ending, -1.0 if self.turn == chess.WHITE else 1.0
+        return ending, 0.0
+
+    def advance(self, move: chess.Move) -> None:
+        """Play ``move``: keep its subtree (``reuse_tree``) and make it the root."""
+        try:
+            self.core.advance(raw_of(move))
+        except ValueError:
+            raise ValueError(f"illegal move {move.uci()} in {self.board.fen()}") from None
+        self._moves.append(move)
+        self._board = None
+        self._noise = None
+
+    def follow(self, game: GameHistory | chess.Board) -> bool:
+        """Bring the root to ``game``'s position, keeping the subtree reached when ``game``
+        continues this tree's (True); any other game starts the tree afresh (False)."""
+        if self.core.in_flight:
+            raise RuntimeError("follow() while leaves are still being evaluated")
+        board = game.board if isinstance(game, GameHistory) else game
+        known, played = self._moves, board.move_stack
+        if played[: len(known)] == known and board.root() == self._root_board:
+            try:
+                for move in played[len(known) :]:
+                    self.advance(move)
+                return True
+            except ValueError:  # a move the tree cannot play: start afresh
+                pass
+        self._begin(game)
+        return False
+
+    def close(self) -> None:
+        """Free the tree's nodes now."""
+        self.core.release()
+
+    # -- a search -----------------------------------------------------------------------------
+    def start(self, simulations: int | None = None, moves: list[chess.Move] | None = None) -> None:
+        """Begin a search (``SearchTree.start``). The root's noise is drawn here from the
+        tree's generator: the reference draws the same numbers when it first walks the root."""
+        core, cfg = self.core, self.config
+        if core.in_flight:
+            raise RuntimeError("start() while leaves are still being evaluated")
+        if simulations is None:
+            simulations = cfg.simulations
+        target = 0.0 if simulations in (0, math.inf) else float(int(simulations))
+        noise = self._noise
+        if noise is None or core.prepared:  # a start() with no search since keeps its draws
+            noise = np.zeros(0)
+            n = core.root_count
+            if core.root_state != TERMINAL and not core.root_proven:
+                if cfg.gumbel:
+                    if cfg.gumbel_noise:
+                        noise = self.rng.gumbel(size=n)
+                elif cfg.root_noise and n > 1:
+                    noise = self.rng.dirichlet(np.full(n, cfg.dirichlet_alpha))
+        self._noise = noise
+        core.start(target, [raw_of(m) for m in moves] if moves else [], noise)
+
+    @property
+    def finished(self) -> bool:
+        return self.core.finished
+
+    @property
+    def started(self) -> int:
+        return self.core.started
+
+    @property
+    def target(self) -> float:
+        return self.core.target
+
+    @property
+    def in_flight(self) -> int:
+        return self.core.in_flight
+
+    @property
+    def generation(self) -> int:
+        return self.core.generation
+
+    @property
+    def max_depth(self) -> int:
+        return self.core.max_depth
+
+    # -- reading the search -------------------------------------------------------------------
+    def result(self, lines: int = 1) -> SearchResult:
+        """The search's outcome (mid-search: a snapshot), with the ``lines`` best root moves."""
+        r = self.core.result(lines)
+        moves = [move_of(m) for m in r["moves"].tolist()]
+        best = r["best"]
+        return SearchResult(
+            moves=moves,
+            visits=r["visits"],
+            q=r["q"],
+            policy=r["policy"],
+            target_indices=r["target_indices"],
+            target_probs=r["target_probs"],
+            value=r["value"],
+            best_move=moves[best] if best >= 0 else None,
+            pv=[move_of(m) for m in r["pv"]],
+            mate_in=r["mate_in"],
+            nodes=r["nodes"],
+            depth=r["depth"],
+            simulations=r["simulations"],
+            lines=[
+                RootLine(move_of(m), visits, q, mate, draw, [move_of(x) for x in pv])
+                for m, visits, q, mate, draw, pv in r["lines"]
+            ],
+        )
+
+    def leader(self) -> tuple[chess.Move | None, float]:
+        """The most visited root move (the first of equals) and its lead over the runner-up."""
+        slot, lead = self.core.leader()
+        if slot < 0:
+            return None, 0.0
+        return move_of(int(self.core.root_moves()[slot])), lead
+
+    def choose_move(self, ply: int | None = None) -> chess.Move | None:
+        """The move to play in self-play (``SearchTree.choose_move``)."""
+        core, cfg = self.core, self.config
+        if core.root_state != EXPANDED:
+            return None
+        if ply is None:
+            ply = len(self._moves)
+        tau = temperature_for_ply(
+            ply,
+            cfg.temperature,
+            cfg.temperature_plies,
+            cfg.final_temperature,
+            cfg.temperature_decay_plies,
+        )
+        if cfg.gumbel or core.root_proven or tau <= 0:
+            slot = core.best_slot()
+        else:
+            slot = choose_by_visits(core.choice_visits(), tau, self.rng)
+        return None if slot < 0 else move_of(int(core.root_moves()[slot]))
+
+    @property
+    def root(self) -> NodeView:
+        return NodeView(self.core, self.core.root)
+
+
+class NodeView:
+    """A native node seen as the reference's ``Node`` (N, W, Q, P, raw, children, moves, ...):
+    what tests and debugging read; nothing on the search's path uses it."""
+
+    def __init__(self, core: _native.Tree, node: int) -> None:
+        self._core = core
+        self._id = node
+        self._fields = core.node(node)
+        self._edges = core.edges(node) if self._fields["count"] else None
+
+    def __getattr__(self, name: str):
+        fields = self.__dict__.get("_fields")
+        if fields is not None and name in fields:
+            return fields[name]
+        raise AttributeError(name)
+
+    def _edge(self, key: str) -> list:
+        return [] if self._edges is None else self._edges[key].tolist()
+
+    @property
+    def N(self) -> list[float]:  # noqa: N802 - the reference's names
+        return self._edge("N")
+
+    @property
+    def W(self) -> list[float]:  # noqa: N802
+        return self._edge("W")
+
+    @property
+    def Q(self) -> list[float]:  # noqa: N802
+        return [w / n if n else 0.0 for w, n in zip(self.W, self.N)]
+
+    @property
+    def P(self) -> np.ndarray:  # noqa: N802
+        return np.zeros(0) if self._edges is None else self._edges["P"]
+
+    @property
+    def raw(self) -> np.ndarray:
+        return np.zeros(0) if self._edges is None else self._edges["raw"]
+
+    @property
+    def moves(self) -> list[chess.Move]:
+        return [move_of(m) for m in self._edge("move")]
+
+    @property
+    def children(self) -> list[NodeView | None] | None:
+        if self.state != EXPANDED:
+            return None
+        return [NodeView(self._core, c) if c >= 0 else None for c in self._edge("child")]
+
+    @property
+    def block(self) -> np.ndarray | None:
+        if not self.has_block:
+            return None
+        return np.where(self._edges["blocked"] > 0, -np.inf, 0.0)
+
+    @property
+    def frozen_base(self) -> np.ndarray | None:
+        cumulative = self._core.frozen(self._id)
+        return None if len(cumulative) == 0 else np.diff(cumulative, prepend=0.0)
+
+    @property
+    def q(self) -> float:
+        if self.proven:
+            return float(self.proven)
+        return self.w / self.n if self.n else self.value
+
+
+# -- evaluating a batch ---------------------------------------------------------------------------
+
+
+class NetworkRows:
+    """Our network's evaluator (``frugalzero.nn.evaluator.Evaluator``): a batch's rows go to
+    the inference process as they are, the legal moves' logits come back, and the cache of
+    answers lives in C++ (no per-position Python on either side)."""
+
+    def __init__(self, evaluator) -> None:
+        self.evaluator = evaluator
+        self.cache = evaluator.native_cache
+
+    def submit(self, batch: _native.LeafBatch):
+        if batch.rows == 0:
+            return None
+        width = batch.width
+        return self.evaluator.submit_rows(
+            batch.frames(), batch.meta(), batch.indices(width), batch.counts()
+        )
+
+    def apply(self, handle, trees: list[_native.Tree], batch: _native.LeafBatch) -> None:
+        if handle is None:
+            logits, values, wdl = np.zeros((0, 1), np.float32), np.zeros(0, np.float32), None
+        else:
+            logits, values, wdl = handle.result()
+        _native.apply_batch(trees, batch, logits, values, wdl, self.cache)
+
+
+class EvaluationRows:
+    """Any other evaluator (``Evaluates``: uniform or hashed priors in tests, a remote net):
+    each row becomes a ``NetInput`` and each ``Evaluation`` is applied as priors."""
+
+    cache = None
+
+    def __init__(self, evaluator: Evaluates) -> None:
+        self.evaluator = evaluator
+
+    def submit(self, batch: _native.LeafBatch):
+        frames, meta = batch.frames(), batch.meta().tolist()
+        inputs = [
+            NetInput(
+                frames[row].tobytes(),
+                tuple(meta[row]),
+                [move_of(m) for m in batch.row_moves(row).tolist()],
+                batch.row_indices(row),
+            )
+            for row in range(batch.rows)
+        ]
+        return self.evaluator.submit(inputs)
+
+    def apply(self, handle, trees: list[_native.Tree], batch: _native.LeafBatch) -> None:
+        evaluations = handle.result()
+        rows = batch.leaf_rows().tolist()
+        for tree, node, row in zip(batch.leaf_trees().tolist(), batch.leaf_nodes().tolist(), rows):
+            ev = evaluations[row]
+            draw = math.nan if ev.wdl is None else float(ev.wdl[1])
+            priors = np.ascontiguousarray(ev.priors, dtype=np.float64)
+            trees[tree].apply_priors(node, priors, float(ev.value), draw)
+
+
+def rows_for(evaluator: Evaluates) -> NetworkRows | EvaluationRows:
+    """How the driver evaluates native batches with ``evaluator``."""
+    if hasattr(evaluator, "submit_rows"):
+        return NetworkRows(evaluator)
+    return EvaluationRows(evaluator)
+
+
+def cores_of(trees: Sequence[NativeTree]) -> list[_native.Tree]:
+    return [tree.core for tree in trees]
