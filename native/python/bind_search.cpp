@@ -192,6 +192,11 @@ void bind_search(nb::module_& m) {
         }, "draw_repetitions"_a = 3, "fifty_move_draw"_a = true)
         .def("result", [](const fz::Tree& t, int lines) { return result_dict(t.result(lines)); },
              "lines"_a = 1)
+        .def("training_target", [](const fz::Tree& t) {
+            fz::ResultData r = t.result(0, false);
+            return nb::make_tuple(to_numpy(std::move(r.target_indices)),
+                                  to_numpy(std::move(r.target_probs)), r.value, to_numpy(std::move(r.q)));
+        }, "(policy indices, probabilities, root value, every root move's Q): self-play's record")
         .def("best_slot", &fz::Tree::best_slot)
         .def("leader", &fz::Tree::leader)
         .def("choice_visits", [](const fz::Tree& t) { return to_numpy(t.choice_visits()); })

@@ -13,20 +13,26 @@ inline uint64_t mix(uint64_t a, uint64_t b) {
     return uint64_t(r) ^ uint64_t(r >> 64);
 }
 
+// two words a multiply, as wyhash does
 uint64_t hash_words(const uint64_t* words, size_t n, uint64_t seed) {
     constexpr uint64_t P0 = 0xa0761d6478bd642fULL, P1 = 0xe7037ed1a0b428dbULL;
     uint64_t h = seed ^ P0;
-    for (size_t i = 0; i < n; ++i) h = mix(h ^ words[i] ^ P1, P0 + i);
-    return mix(h, P1 ^ n);
+    size_t i = 0;
+    for (; i + 1 < n; i += 2) h = mix(words[i] ^ P1 ^ h, words[i + 1] ^ P0 ^ i);
+    if (i < n) h = mix(words[i] ^ P1 ^ h, P0 ^ i);
+    return mix(h ^ P0, P1 ^ n);
 }
 
 }  // namespace
 
-InputKey input_key(const uint64_t* frames, const int64_t* meta) {
-    uint64_t words[HISTORY * FRAME_WORDS + META_FIELDS];
-    std::memcpy(words, frames, sizeof(uint64_t) * HISTORY * FRAME_WORDS);
-    std::memcpy(words + HISTORY * FRAME_WORDS, meta, sizeof(int64_t) * META_FIELDS);
-    const size_t n = HISTORY * FRAME_WORDS + META_FIELDS;
+InputKey input_key(const uint64_t keys[HISTORY], const int reps[HISTORY], const int64_t* meta) {
+    uint64_t words[2 * HISTORY + META_FIELDS];
+    for (int i = 0; i < HISTORY; ++i) {
+        words[2 * i] = keys[i];
+        words[2 * i + 1] = uint64_t(std::min(reps[i], 2));
+    }
+    std::memcpy(words + 2 * HISTORY, meta, sizeof(int64_t) * META_FIELDS);
+    const size_t n = 2 * HISTORY + META_FIELDS;
     return {hash_words(words, n, 0x243f6a8885a308d3ULL), hash_words(words, n, 0x13198a2e03707344ULL)};
 }
 
@@ -94,25 +100,29 @@ void LeafBatch::clear() {
     width_ = 0;
 }
 
-bool LeafBatch::add(int tree, int node, const uint64_t* frames, const int64_t* meta,
-                    const Move* moves, const int16_t* indices, int count, EvalCache* cache) {
+bool LeafBatch::add_cached(int tree, int node, int count, const InputKey& key, EvalCache* cache) {
+    if (!cache) return false;
+    const CachedEvaluation* hit = cache->get(key);
+    if (!hit || int(hit->logits.size()) != count) return false;
     Leaf leaf;
     leaf.tree = tree;
     leaf.node = node;
     leaf.count = count;
-    const InputKey key = input_key(frames, meta);
-    if (cache) {
-        const CachedEvaluation* hit = cache->get(key);
-        if (hit && int(hit->logits.size()) == count) {
-            leaf.cached = int(cached_logits_.size());
-            cached_logits_.insert(cached_logits_.end(), hit->logits.begin(), hit->logits.end());
-            leaf.value = hit->value;
-            leaf.has_wdl = hit->has_wdl;
-            std::copy_n(hit->wdl, 3, leaf.wdl);
-            leaves_.push_back(leaf);
-            return true;
-        }
-    }
+    leaf.cached = int(cached_logits_.size());
+    cached_logits_.insert(cached_logits_.end(), hit->logits.begin(), hit->logits.end());
+    leaf.value = hit->value;
+    leaf.has_wdl = hit->has_wdl;
+    std::copy_n(hit->wdl, 3, leaf.wdl);
+    leaves_.push_back(leaf);
+    return true;
+}
+
+void LeafBatch::add_row(int tree, int node, const uint64_t* frames, const int64_t* meta,
+                        const Move* moves, const int16_t* indices, int count, const InputKey& key) {
+    Leaf leaf;
+    leaf.tree = tree;
+    leaf.node = node;
+    leaf.count = count;
     leaf.row = int(row_leaf_.size());
     row_leaf_.push_back(int(leaves_.size()));
     leaves_.push_back(leaf);
@@ -124,7 +134,6 @@ bool LeafBatch::add(int tree, int node, const uint64_t* frames, const int64_t* m
     indices_.insert(indices_.end(), indices, indices + count);
     keys_.push_back(key);
     width_ = std::max(width_, count);
-    return false;
 }
 
 void LeafBatch::padded_indices(int16_t* out, int width) const {

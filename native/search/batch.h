@@ -25,9 +25,12 @@ struct InputKeyHash {
     size_t operator()(const InputKey& k) const { return size_t(k.a); }
 };
 
-// A 128-bit fingerprint of everything the input planes depend on (8 frames and the meta):
-// the evaluation cache's key, as Python's NetInput.key is (frames bytes, meta).
-InputKey input_key(const uint64_t* frames, const int64_t* meta);
+// A 128-bit fingerprint of everything the input planes depend on: the eight history steps'
+// positions, by Zobrist key (0 before the game's start) with their repetition counts, and the
+// meta. The evaluation cache's key, as Python's NetInput.key is (frames bytes, meta): a Zobrist
+// key fixes the pieces (and a little more: positions differing only in en passant get two
+// entries where Python's cache has one, which costs a network call, never a wrong answer).
+InputKey input_key(const uint64_t keys[HISTORY], const int reps[HISTORY], const int64_t* meta);
 
 struct CachedEvaluation {
     std::vector<float> logits;  // the network's logits of the legal moves, in move order
@@ -72,10 +75,12 @@ struct Leaf {
 class LeafBatch {
 public:
     void clear();
-    // A gathered leaf: answered by ``cache`` when it has the position (the evaluation is
-    // copied here), else a row for the network. Returns true when cached.
-    bool add(int tree, int node, const uint64_t* frames, const int64_t* meta, const Move* moves,
-             const int16_t* indices, int count, EvalCache* cache);
+    // A gathered leaf that ``cache`` has the answer for (copied here); false when it has
+    // not (or there is no cache), and the leaf then goes to the network with add_row.
+    bool add_cached(int tree, int node, int count, const InputKey& key, EvalCache* cache);
+    // A gathered leaf for the network: its input, written by the tree.
+    void add_row(int tree, int node, const uint64_t* frames, const int64_t* meta,
+                 const Move* moves, const int16_t* indices, int count, const InputKey& key);
 
     int leaves() const { return int(leaves_.size()); }
     int rows() const { return int(row_leaf_.size()); }

@@ -278,28 +278,52 @@ int Tree::make_child(int parent, int slot, int depth) {
         indices[i] = int16_t(e.index);
         edges_.push_back(e);
     }
-    // the leaf's history: its frame, then its ancestors' (parent first), then the game's
-    uint64_t frames[HISTORY * FRAME_WORDS] = {};
-    pos.frame(frames, reps);
-    int filled = 1;
-    for (int i = 1; i <= std::min(7, depth); ++i, ++filled) {
-        size_t at = size_t(depth - i);
-        positions_[at].frame(frames + filled * FRAME_WORDS, nodes_[size_t(path_[at])].reps);
-    }
-    for (size_t f = 0; filled < HISTORY && f * FRAME_WORDS < pre_root_.size(); ++f, ++filled)
-        std::copy_n(&pre_root_[f * FRAME_WORDS], FRAME_WORDS, frames + filled * FRAME_WORDS);
+    // the leaf's history: itself, then its ancestors (parent first), then the game's
     int64_t meta[META_FIELDS];
     pos.meta(meta);
-    gather_batch_->add(gather_tree_, id, frames, meta, moves, indices, status.count, gather_cache_);
+    uint64_t keys[HISTORY] = {};
+    int step_reps[HISTORY] = {};
+    keys[0] = key;
+    step_reps[0] = reps;
+    const int ancestors = std::min(HISTORY - 1, depth);
+    for (int i = 1; i <= ancestors; ++i) {
+        const size_t at = size_t(depth - i);
+        keys[i] = positions_[at].key;
+        step_reps[i] = nodes_[size_t(path_[at])].reps;
+    }
+    for (int i = ancestors + 1, f = 0; i < HISTORY && f < int(pre_root_keys_.size()); ++i, ++f) {
+        keys[i] = pre_root_keys_[size_t(f)];
+        step_reps[i] = pre_root_reps_[size_t(f)];
+    }
+    const InputKey input = input_key(keys, step_reps, meta);
+    if (gather_batch_->add_cached(gather_tree_, id, status.count, input, gather_cache_)) return id;
+    uint64_t frames[HISTORY * FRAME_WORDS] = {};
+    pos.frame(frames, reps);
+    for (int i = 1; i <= ancestors; ++i) {
+        const size_t at = size_t(depth - i);
+        positions_[at].frame(frames + i * FRAME_WORDS, step_reps[i]);
+    }
+    const size_t earlier = std::min(pre_root_.size(), size_t(HISTORY - 1 - ancestors) * FRAME_WORDS);
+    std::copy_n(pre_root_.begin(), earlier, frames + (ancestors + 1) * FRAME_WORDS);
+    gather_batch_->add_row(gather_tree_, id, frames, meta, moves, indices, status.count, input);
     return id;
 }
 
 void Tree::write_root_input(LeafBatch& batch, int tree_index, EvalCache* cache) {
-    uint64_t frames[HISTORY * FRAME_WORDS] = {};
-    history_.frames(frames, HISTORY);
     int64_t meta[META_FIELDS];
     history_.current().meta(meta);
+    uint64_t keys[HISTORY] = {};
+    int step_reps[HISTORY] = {};
+    const int size = history_.size();
+    for (int i = 0; i < HISTORY && i < size; ++i) {
+        keys[i] = history_.at(size - 1 - i).key;
+        step_reps[i] = history_.repetitions_at(size - 1 - i);
+    }
     const Node& root = nodes_[size_t(root_)];
+    const InputKey input = input_key(keys, step_reps, meta);
+    if (batch.add_cached(tree_index, root_, root.count, input, cache)) return;
+    uint64_t frames[HISTORY * FRAME_WORDS] = {};
+    history_.frames(frames, HISTORY);
     Move moves[MAX_MOVES];
     int16_t indices[MAX_MOVES];
     const Edge* E = edges_of(root_);
@@ -307,7 +331,7 @@ void Tree::write_root_input(LeafBatch& batch, int tree_index, EvalCache* cache) 
         moves[i] = Move(E[i].move);
         indices[i] = int16_t(E[i].index);
     }
-    batch.add(tree_index, root_, frames, meta, moves, indices, root.count, cache);
+    batch.add_row(tree_index, root_, frames, meta, moves, indices, root.count, input);
 }
 
 void Tree::backup(int node, double value) {
@@ -389,7 +413,8 @@ void Tree::apply_priors(int node, const double* priors, int count, double value,
     if (node < 0 || node >= int(nodes_.size()) || nodes_[size_t(node)].state != PENDING ||
         nodes_[size_t(node)].count != count)
         throw std::invalid_argument("apply: not a leaf waiting for this evaluation");
-    std::vector<double> p(priors, priors + count);
+    std::vector<double>& p = scratch_;
+    p.assign(priors, priors + count);
     const double t = params_.policy_temperature;
     if (t != 1.0) {  // search/puct.py: temper_priors
         std::vector<double> tempered(static_cast<size_t>(count));
@@ -406,12 +431,14 @@ void Tree::apply_logits(int node, const float* logits, int count, double value, 
     if (node < 0 || node >= int(nodes_.size()) || nodes_[size_t(node)].state != PENDING ||
         nodes_[size_t(node)].count != count)
         throw std::invalid_argument("apply: not a leaf waiting for this evaluation");
-    // the masked softmax at the policy temperature, in double
-    std::vector<double> p(static_cast<size_t>(count));
-    double top = NEG_INF;
-    for (int i = 0; i < count; ++i) top = std::max(top, double(logits[i]));
-    const double t = params_.policy_temperature;
-    for (int i = 0; i < count; ++i) p[size_t(i)] = std::exp((double(logits[i]) - top) / t);
+    // the masked softmax at the policy temperature (the network's float precision; the sum
+    // and the priors in double)
+    std::vector<double>& p = scratch_;
+    p.resize(size_t(count));
+    float top = -std::numeric_limits<float>::infinity();
+    for (int i = 0; i < count; ++i) top = std::max(top, logits[i]);
+    const float scale = float(1.0 / params_.policy_temperature);
+    for (int i = 0; i < count; ++i) p[size_t(i)] = double(std::exp((logits[i] - top) * scale));
     double total = pairwise_sum(p.data(), p.size());
     if (!(total > 0) || !std::isfinite(total)) {  // non-finite logits: uniform, never NaN
         for (double& v : p) v = 1.0 / count;
@@ -447,15 +474,15 @@ void Tree::expand(int node, std::vector<double>& priors, double value, double dr
 int Tree::puct_slot(int node, double cs, double fpu) const {
     const Node& nd = nodes_[size_t(node)];
     const Edge* E = edges_of(node);
-    const bool root = node == root_ && root_priors_set_;
-    auto prior = [&](int s) { return root ? root_priors_[size_t(s)] : E[s].prior; };
+    const double* root = (node == root_ && root_priors_set_) ? root_priors_.data() : nullptr;
     if (nd.has_block) {  // proven children or a restricted root: the full scan
         double best = NEG_INF;
         int slot = 0;
         for (int s = 0; s < nd.count; ++s) {
             if (E[s].blocked) continue;
-            double visits = double(E[s].N);
-            double score = prior(s) * cs / (visits + 1.0) + (visits > 0 ? edge_q(E[s]) : fpu);
+            const double p = root ? root[s] : E[s].prior;
+            const double visits = double(E[s].N);
+            const double score = p * cs / (visits + 1.0) + (visits > 0 ? edge_q(E[s]) : fpu);
             if (score > best) {
                 best = score;
                 slot = s;
@@ -463,24 +490,28 @@ int Tree::puct_slot(int node, double cs, double fpu) const {
         }
         return slot;
     }
-    // the unvisited child with the highest prior is the best unvisited one
-    int slot = nd.count;
-    double best = NEG_INF;
-    double top = NEG_INF;
+    // the best visited child (the lowest slot of equals), and the unvisited one with the highest
+    // prior, which is the best unvisited one (they all share the first-play value)
+    int unvisited = -1, slot = -1;
+    double top = 0.0, best = NEG_INF;
     for (int s = 0; s < nd.count; ++s) {
-        if (E[s].N == 0 && (slot == nd.count || prior(s) > top)) {
-            slot = s;
-            top = prior(s);
+        const double p = root ? root[s] : E[s].prior;
+        if (E[s].N == 0) {
+            if (unvisited < 0 || p > top) {
+                unvisited = s;
+                top = p;
+            }
+        } else {
+            const double score = p * cs / (double(E[s].N) + 1.0) + edge_q(E[s]);
+            if (score > best) {
+                best = score;
+                slot = s;
+            }
         }
     }
-    if (slot < nd.count) best = prior(slot) * cs / 1.0 + fpu;
-    for (int s = 0; s < nd.count; ++s) {
-        if (E[s].N == 0) continue;
-        double score = prior(s) * cs / (double(E[s].N) + 1.0) + edge_q(E[s]);
-        if (score > best || (score == best && s < slot)) {
-            best = score;
-            slot = s;
-        }
+    if (unvisited >= 0) {
+        const double score = top * cs / 1.0 + fpu;
+        if (slot < 0 || score > best || (score == best && unvisited < slot)) return unvisited;
     }
     return slot;
 }
@@ -533,6 +564,12 @@ void Tree::new_root(int keep) {
     // the frames before the root's, newest first, as many as the game has
     int earlier = std::min(HISTORY, history_.size()) - 1;
     pre_root_.assign(before.begin() + FRAME_WORDS, before.begin() + FRAME_WORDS * (1 + earlier));
+    pre_root_keys_.clear();
+    pre_root_reps_.clear();
+    for (int i = 1; i <= earlier; ++i) {
+        pre_root_keys_.push_back(history_.at(history_.size() - 1 - i).key);
+        pre_root_reps_.push_back(history_.repetitions_at(history_.size() - 1 - i));
+    }
     if (keep >= 0) {
         root_ = compact(keep);
         Node& root = nodes_[size_t(root_)];
@@ -570,8 +607,21 @@ void Tree::new_root(int keep) {
 }
 
 int Tree::compact(int keep) {
+    size_t kept_nodes = 0, kept_edges = 0;
+    std::vector<int> stack = {keep};
+    while (!stack.empty()) {
+        const Node& nd = nodes_[size_t(stack.back())];
+        stack.pop_back();
+        kept_nodes += 1;
+        if (nd.edges < 0) continue;
+        kept_edges += nd.count;
+        for (int s = 0; s < nd.count; ++s)
+            if (edges_[size_t(nd.edges + s)].child >= 0) stack.push_back(edges_[size_t(nd.edges + s)].child);
+    }
     std::vector<Node> nodes;
     std::vector<Edge> edges;
+    nodes.reserve(kept_nodes);
+    edges.reserve(kept_edges);
     // breadth first: (old id, new parent)
     std::vector<std::pair<int, int>> queue = {{keep, -1}};
     for (size_t i = 0; i < queue.size(); ++i) {
@@ -981,10 +1031,10 @@ std::vector<double> Tree::policy() const {
     return visits;
 }
 
-ResultData Tree::result(int lines) const {
+ResultData Tree::result(int lines, bool with_pv) const {
     ResultData r;
     const Node& root = nodes_[size_t(root_)];
-    r.pv = pv(root_, 64);
+    if (with_pv) r.pv = pv(root_, 64);
     if (root.state == EXPANDED) {
         const Edge* E = edges_of(root_);
         const int n = root.count;

@@ -115,7 +115,8 @@ public:
     Status root_status(int draw_repetitions, bool fifty_move_draw) const;
 
     // -- reading the search ----------------------------------------------------------------------
-    ResultData result(int lines) const;
+    // ``lines`` root lines; without ``pv`` no principal variation (self-play's targets)
+    ResultData result(int lines, bool with_pv = true) const;
     int best_slot() const;
     // (most visited root move, its lead over the runner-up; infinite for an only move)
     std::pair<int, double> leader() const;
@@ -202,6 +203,8 @@ private:
     std::vector<Edge> edges_;
     std::vector<double> frozen_;      // search-contempt cumulative distributions
     std::vector<uint64_t> pre_root_;  // the frames before the root's, newest first
+    std::vector<uint64_t> pre_root_keys_;  // ... their positions' keys and repetition counts
+    std::vector<int> pre_root_reps_;
     int root_ = 0;
     std::vector<double> root_priors_;  // the root's selection priors (noisy), once prepared
     bool root_priors_set_ = false;
@@ -217,6 +220,7 @@ private:
     std::vector<double> noise_;
     std::unique_ptr<Gumbel> gumbel_;
     std::vector<int> collided_;  // pending leaves walked into during this gather
+    std::vector<double> scratch_;  // an evaluation's priors on their way into the edges
 
     // the walk in progress: the nodes from the root down and their positions (scratch space
     // kept between walks), and where gather() writes its leaves

@@ -39,7 +39,7 @@ from frugalzero.search.config import SearchConfig
 from frugalzero.search.driver import Driver, SearchTask, Tree, new_tree, search, search_many
 from frugalzero.search.native import NativeTree
 from frugalzero.search.tree import Node, SearchTree
-from frugalzero.search.types import Evaluates, Evaluation, RootLine, SearchResult
+from frugalzero.search.types import Evaluates, Evaluation, RootLine, SearchResult, SearchTarget
 from frugalzero.search.uniform import HashEvaluator, Ready, UniformEvaluator
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "RootLine",
     "SearchConfig",
     "SearchResult",
+    "SearchTarget",
     "SearchTask",
     "SearchTree",
     "Tree",

@@ -85,15 +85,19 @@ def _native_search_loop(tree, evaluator, stop, in_flight, on_batch, paused: Paus
     rows = rows_for(evaluator)
     cores = [tree.core]
     queue: deque = deque()
+    free = [_native.LeafBatch() for _ in range(in_flight + 1)]  # reused: no allocation a batch
     while True:
         paused.tick()
         stopping = stop is not None and stop()
         gathered = 0
         if not stopping:
-            batch = _native.LeafBatch()
+            batch = free.pop()
+            batch.clear()
             gathered = _native.gather_trees(cores, batch, rows.cache)
             if gathered:
                 queue.append((rows.submit(batch), batch))
+            else:
+                free.append(batch)
         if not queue:
             if stopping or tree.finished:
                 return
@@ -101,6 +105,7 @@ def _native_search_loop(tree, evaluator, stop, in_flight, on_batch, paused: Paus
         if len(queue) >= in_flight or stopping or not gathered:
             handle, batch = queue.popleft()
             rows.apply(handle, cores, batch)
+            free.append(batch)
             if on_batch is not None:
                 on_batch(tree)
 
@@ -165,6 +170,7 @@ class Driver:
         count = min(self.groups, max(1, len(tasks)))
         groups = [list(tasks[g::count]) for g in range(count)]
         pending: list[tuple[object, list, _native.LeafBatch] | None] = [None] * count
+        batches = [_native.LeafBatch() for _ in range(count)]  # one a group, reused
         rows = rows_for(self.evaluator)
         while True:
             paused.tick()
@@ -191,7 +197,8 @@ class Driver:
                         cores = [c for i, c in enumerate(cores) if i not in retired]
                     done = _native.finished_trees(cores)
                 groups[g] = group
-                batch = _native.LeafBatch()
+                batch = batches[g]
+                batch.clear()
                 if _native.gather_trees(cores, batch, rows.cache):
                     pending[g] = (rows.submit(batch), cores, batch)
                     self.batches += 1

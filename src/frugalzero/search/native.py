@@ -27,7 +27,7 @@ from frugalzero.chess.rules import MATE
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.draws import contempt_seed
 from frugalzero.search.puct import choose_by_visits, temperature_for_ply
-from frugalzero.search.types import Evaluates, RootLine, SearchResult
+from frugalzero.search.types import Evaluates, RootLine, SearchResult, SearchTarget
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 _MOVES: dict[int, chess.Move] = {}  # raw 16-bit moves as python-chess moves, made once each
@@ -237,6 +237,10 @@ class NativeTree:
                 for m, visits, q, mate, draw, pv in r["lines"]
             ],
         )
+
+    def training_target(self) -> SearchTarget:
+        """What self-play records of the search (part of ``result()``, without moves or PV)."""
+        return SearchTarget(*self.core.training_target())
 
     def leader(self) -> tuple[chess.Move | None, float]:
         """The most visited root move (the first of equals) and its lead over the runner-up."""

@@ -46,7 +46,7 @@ from frugalzero.search.puct import (
     temper_priors,
     temperature_for_ply,
 )
-from frugalzero.search.types import RootLine, SearchResult
+from frugalzero.search.types import RootLine, SearchResult, SearchTarget
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 _NEG_INF = -math.inf
@@ -339,6 +339,11 @@ class SearchTree:
             simulations=self.started,
             lines=root_lines,
         )
+
+    def training_target(self) -> SearchTarget:
+        """What self-play records of the search (part of ``result()``)."""
+        r = self.result(lines=0)
+        return SearchTarget(r.target_indices, r.target_probs, r.value, r.q)
 
     def choose_move(self, ply: int | None = None) -> chess.Move | None:
         """The move to play in self-play: temperature sampling over visits for the opening plies

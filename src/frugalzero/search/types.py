@@ -64,6 +64,20 @@ class RootLine(NamedTuple):
     """The move, then the most visited replies below it."""
 
 
+class SearchTarget(NamedTuple):
+    """What self-play keeps of a search (``tree.training_target()``): the part of ``SearchResult`` a
+    training record and the resignation rule read, without the moves and lines."""
+
+    indices: np.ndarray
+    """``SearchResult.target_indices``."""
+    probs: np.ndarray
+    """``SearchResult.target_probs``."""
+    value: float
+    """``SearchResult.value``."""
+    q: np.ndarray
+    """``SearchResult.q``."""
+
+
 class SearchResult(NamedTuple):
     """One search's outcome (``SearchTree.result()``, ``search(...)``): what every caller reads
     after a search, in one value. Arrays are indexed like ``moves``; values are from the root's

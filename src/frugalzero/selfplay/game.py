@@ -81,7 +81,7 @@ class SelfPlayGame:
         goes on (the next search is started)."""
         tree = self.tree
         turn = tree.turn
-        searched = tree.result()
+        searched = tree.training_target()
         if self._resigns(turn, searched.value, searched.q):
             self.result = -1.0 if turn == chess.WHITE else 1.0
             self.termination = RESIGNATION
@@ -89,10 +89,8 @@ class SelfPlayGame:
         move = tree.choose_move(self.plies)
         if move is None:  # cannot happen with a searched, non-terminal root
             raise RuntimeError(f"no move in {tree.board.fen()}")
-        value = float(np.clip(searched.value, -1, 1))
-        self.targets.append(
-            PlyTarget(searched.target_indices, searched.target_probs, search_value=value)
-        )
+        value = min(max(float(searched.value), -1.0), 1.0)
+        self.targets.append(PlyTarget(searched.indices, searched.probs, search_value=value))
         self.moves.append(move.uci())
         self.plies += 1
         tree.advance(move)
