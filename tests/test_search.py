@@ -23,6 +23,7 @@ from frugalzero.search import (
     SearchConfig,
     SearchTree,
     UniformEvaluator,
+    new_tree,
     search,
     search_many,
 )
@@ -332,9 +333,11 @@ def test_searching_and_playing_leave_no_cycles_to_collect() -> None:
         gc.enable()
 
 
-def test_leaves_count_repetitions_and_history_along_their_path() -> None:
+@pytest.mark.parametrize("core", ["native", "python"])
+def test_leaves_count_repetitions_and_history_along_their_path(core: str) -> None:
     """Every leaf's repetition count and network input equal a replay of the game and the
-    tree's moves down to it (kings shuffling behind locked pawns repeat a lot in the tree)."""
+    tree's moves down to it (kings shuffling behind locked pawns repeat a lot in the tree),
+    on both search cores."""
     submitted: set[bytes] = set()
 
     class Recording(HashEvaluator):
@@ -343,13 +346,14 @@ def test_leaves_count_repetitions_and_history_along_their_path() -> None:
             return super().evaluation(inp)
 
     history = _history("8/8/3k4/1p1p1p2/1P1P1P2/3K4/8/8 w - - 0 1", ["d3e3", "d6e6"])
-    tree = SearchTree(history, quiet(leaves_per_gather=1), seed=0)
+    tree = new_tree(history, quiet(leaves_per_gather=1, core=core), seed=0)
     search(tree, Recording(), 1500)
     checked = repeated = 0
-    stack = [(tree.root, history)]
+    root = tree.root
+    stack = [(root, history)]
     while stack:
         node, replay = stack.pop()
-        if node is not tree.root:
+        if node is not root:
             assert node.reps == replay.repetitions
             if node.state != TERMINAL:
                 assert replay.net_input().frames in submitted

@@ -7,10 +7,14 @@ import math
 
 import chess
 import numpy as np
+import pytest
 
 from frugalzero.chess.rules import leaf_status
-from frugalzero.search import HashEvaluator, SearchConfig, SearchTree, search
+from frugalzero.search import HashEvaluator, SearchConfig, new_tree, search
 from frugalzero.search.tree import EXPANDED
+
+# every oracle here holds both search cores: the native one and its Python reference
+CORES = pytest.mark.parametrize("core", ["native", "python"])
 
 START = "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
 
@@ -99,11 +103,12 @@ def _input(board: chess.Board):
     return net_input_from_board(board)
 
 
-def test_infinite_nscl_is_plain_puct_exactly() -> None:
+@CORES
+def test_infinite_nscl_is_plain_puct_exactly(core: str) -> None:
     board = chess.Board(START)
     for seed, noise in ((0, True), (1, False), (2, True)):
-        cfg = SearchConfig(nscl=math.inf, solver=False, root_noise=noise)
-        tree = SearchTree(board, cfg, seed=seed)
+        cfg = SearchConfig(nscl=math.inf, solver=False, root_noise=noise, core=core)
+        tree = new_tree(board, cfg, seed=seed)
         result = search(tree, HashEvaluator(), 600, in_flight=1)
         ref = reference_puct(board, HashEvaluator(), 600, cfg, seed)
         assert ref.moves == result.moves
@@ -112,11 +117,12 @@ def test_infinite_nscl_is_plain_puct_exactly() -> None:
             mine = tree.root.children[slot]
             if child.P is not None:
                 assert mine.N == child.N
-        huge = SearchTree(board, SearchConfig(nscl=1e12, solver=False, root_noise=noise), seed=seed)
+        huge_cfg = SearchConfig(nscl=1e12, solver=False, root_noise=noise, core=core)
+        huge = new_tree(board, huge_cfg, seed=seed)
         assert np.array_equal(search(huge, HashEvaluator(), 600, in_flight=1).visits, result.visits)
 
 
-def _frozen_nodes(tree: SearchTree):
+def _frozen_nodes(tree):
     """(depth, node) of every expanded node of the tree."""
     stack = [(0, tree.root)]
     while stack:
@@ -127,9 +133,11 @@ def _frozen_nodes(tree: SearchTree):
         stack.extend((depth + 1, c) for c in node.children if c is not None)
 
 
-def test_frozen_nodes_follow_the_frozen_distribution() -> None:
+@CORES
+def test_frozen_nodes_follow_the_frozen_distribution(core: str) -> None:
     nscl = 8
-    tree = SearchTree(chess.Board(START), SearchConfig(nscl=nscl, root_noise=False), seed=3)
+    config = SearchConfig(nscl=nscl, root_noise=False, core=core)
+    tree = new_tree(chess.Board(START), config, seed=3)
     search(tree, HashEvaluator(), 4000, in_flight=1)
     chi2 = dof = total = 0.0
     chi2_uniform = 0.0
@@ -160,11 +168,12 @@ def test_frozen_nodes_follow_the_frozen_distribution() -> None:
     assert chi2_uniform > dof + 10 * math.sqrt(2 * dof)  # the test can tell distributions apart
 
 
-def test_contempt_changes_the_search_and_is_seeded() -> None:
+@CORES
+def test_contempt_changes_the_search_and_is_seeded(core: str) -> None:
     board = chess.Board(START)
     runs = []
     for nscl in (math.inf, 4, 4):
-        tree = SearchTree(board, SearchConfig(nscl=nscl, root_noise=False), seed=9)
+        tree = new_tree(board, SearchConfig(nscl=nscl, root_noise=False, core=core), seed=9)
         runs.append(search(tree, HashEvaluator(), 800, in_flight=1).visits)
     assert not np.array_equal(runs[0], runs[1])
     assert np.array_equal(runs[1], runs[2])

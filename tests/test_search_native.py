@@ -223,8 +223,9 @@ def test_noisy_searches_choose_from_the_same_distribution() -> None:
     counts = {}
     for offset, core in enumerate(CORES):
         chosen = []
+        seeded = dataclasses.replace(config, core=core)
         for seed in range(200):
-            tree = new_tree(board, dataclasses.replace(config, core=core), seed=1000 * offset + seed)
+            tree = new_tree(board, seeded, seed=1000 * offset + seed)
             search(tree, HashEvaluator(), 32)
             chosen.append(tree.choose_move(0).uci())
         counts[core] = chosen

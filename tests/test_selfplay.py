@@ -295,12 +295,19 @@ def _bench_selfplay(*extra: str) -> dict:
     return result
 
 
-def test_bench_selfplay_reports_the_ratio() -> None:
-    result = _bench_selfplay("--backend", "inline")
-    for key in ("positions_per_s", "evaluator_positions_per_s", "sims_per_move", "ratio"):
-        assert result[key] > 0
-    expected = result["positions_per_s"] * 8 / result["evaluator_positions_per_s"]
-    assert result["ratio"] == pytest.approx(expected, rel=0.02)
+def test_bench_selfplay_measures_both_cores_against_the_net() -> None:
+    result = _bench_selfplay("--backend", "inline", "--core", "native,python")
+    assert result["net_positions_per_s"] > 0 and result["evaluator_positions_per_s"] > 0
+    cores = result["cores"]
+    for figures in cores.values():
+        for key in ("simulations_per_s", "positions_per_s", "client_cpu_us_per_simulation"):
+            assert figures[key] > 0
+        sims_over_net = figures["simulations_per_s"] / result["net_positions_per_s"]
+        assert figures["sims_over_net"] == pytest.approx(sims_over_net, rel=0.02)
+        ratio = figures["positions_per_s"] * 8 / result["evaluator_positions_per_s"]
+        assert figures["ratio"] == pytest.approx(ratio, rel=0.02)
+    speedup = cores["native"]["simulations_per_s"] / cores["python"]["simulations_per_s"]
+    assert result["native_over_python"] == pytest.approx(speedup, rel=0.02)
 
 
 def test_bench_selfplay_measures_worker_layouts_in_one_run() -> None:
@@ -309,5 +316,6 @@ def test_bench_selfplay_measures_worker_layouts_in_one_run() -> None:
     for layout in (one, two):
         assert layout["simulations_per_s"] > 0 and layout["client_cpu_us_per_simulation"] > 0
         assert 0 < layout["server_busy_share"] <= 1.0 and layout["positions_per_forward"] >= 1
+        assert layout["leaves_over_net"] > 0
     speedup = two["simulations_per_s"] / one["simulations_per_s"]
     assert result["speedup_2_over_1"] == pytest.approx(speedup, rel=0.01)

@@ -30,11 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from frugalzero.bench.timing import matmul_gflops, median, rate
-    from frugalzero.chess.encoding import encode
+    from frugalzero.bench.timing import BareNet, matmul_gflops, median, rate
     from frugalzero.chess.history import net_input_from_board
     from frugalzero.chess.positions import random_boards
-    from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig, NetRunner, pack_inputs
+    from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig, pack_inputs
     from frugalzero.nn.model import PolicyValueNet, architecture
 
     torch.manual_seed(0)
@@ -56,14 +55,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with Evaluator(net, config) as evaluator:
         # the raw network exactly as the evaluator runs it: device, precision, layout, threads,
         # compilation; its input planes are ready in advance
-        runner = NetRunner(net, config, evaluator.threads, compile=evaluator.compiled)
-        frames, meta, _, _ = pack_inputs([net_input_from_board(b) for b in batches[0]])
-        planes = torch.from_numpy(encode(frames, meta)).to(runner.device)
-
-        def forward() -> None:
-            runner.forward(planes)
-            if runner.device.type == "cuda":
-                torch.cuda.synchronize()
+        bare = BareNet(net, config, evaluator.threads, args.batch, evaluator.compiled)
+        runner, planes = bare.runner, bare.planes
 
         def evaluate_stream() -> None:
             in_flight: deque = deque()
@@ -84,7 +77,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rounds["onnx"] = []
         for _ in range(args.rounds):
             rounds["peak"].append(matmul_gflops(runner.dtype, runner.device, min_seconds=0.2))
-            rounds["net"].append(rate(forward, args.batch, min_seconds=0.3))
+            rounds["net"].append(bare.positions_per_s())
             if onnx is not None:
                 rounds["onnx"].append(rate(onnx, args.batch, min_seconds=0.3))
             rounds["eval"].append(rate(evaluate_stream, len(stream) * args.batch, 0.3, warmup=0))

@@ -1,10 +1,19 @@
-"""Self-play speed against the bare evaluator: how much the search costs beside the network.
+"""Self-play speed on each search core against the bare network, in the same run.
 
-Rounds alternate, in one run: self-play for a few seconds (games continue across rounds), then
-the evaluator alone streaming distinct positions in batches of the same size with two in
-flight, as ``bench nn`` does. ``ratio`` = positions_per_s * sims_per_move /
-evaluator_positions_per_s: 1.0 means a simulation costs exactly one network evaluation's
-throughput, i.e. the tree search is hidden entirely behind the network.
+Rounds alternate, in one run: for each search core (``--core native,python``) self-play for a
+few seconds (games continue across rounds), then the references: the bare network on ready
+positions at self-play's batch size with the inference process's threads (``bench nn``'s
+``net_positions_per_s``), and the evaluator streaming distinct positions in batches of that
+size with two in flight. Per core:
+
+* ``sims_over_net``: simulations per second over the bare network's positions per second. 1.0
+  means the search costs nothing beside the network (cache hits can take it above 1);
+* ``client_cpu_us_per_simulation``: the search process's CPU per simulation (tree, moves,
+  inputs, everything but the network);
+* ``server_overhead_us_per_position``: the inference process's time per position outside the
+  network's forward pass (planes, the logits' gather and softmax, shared memory);
+* ``ratio``: positions_per_s * sims_per_move / evaluator_positions_per_s (the old figure, whose
+  reference streams positions built by the same Python as the search).
 
 ``--workers 1,2`` measures the multi-process layout instead, each count in turn round by round:
 that many worker processes, each playing ``--games`` games, on one shared inference process
@@ -22,6 +31,8 @@ from typing import Any
 
 from frugalzero.nn.model import ARCHITECTURES
 
+CORES = ("native", "python")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", default="small", choices=sorted(ARCHITECTURES))
@@ -32,10 +43,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="self-play time per round")
     parser.add_argument("--nscl", type=float, default=float("inf"), help="search-contempt N_scl")
     parser.add_argument("--gumbel", action="store_true", help="Gumbel root search")
+    parser.add_argument(
+        "--core",
+        default="native",
+        help="comma-separated search cores to measure in alternating rounds: native, python",
+    )
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
     parser.add_argument("--backend", default="auto", choices=["auto", "process", "inline"])
     parser.add_argument("--compile", default="auto", choices=["auto", "on", "off"])
+    parser.add_argument("--threads", type=int, default=0, help="0 = the evaluator's default")
     parser.add_argument("--profile", help="write a cProfile of the self-play rounds here")
     parser.add_argument(
         "--workers",
@@ -56,98 +73,149 @@ def _starts(seed: int):
         yield GameStart(index, Opening(board.root().fen(), moves, name="random"))
 
 
+def _cores(text: str) -> list[str]:
+    from frugalzero.errors import UserError
+
+    cores = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in cores if c not in CORES]
+    if not cores or unknown or len(set(cores)) != len(cores):
+        raise UserError(f"--core: {text!r} is not a list of {', '.join(CORES)}")
+    return cores
+
+
+class _Core:
+    """One search core's self-play, its own evaluator (caches) on the same network."""
+
+    def __init__(self, core: str, net, config, evaluator_config) -> None:
+        from frugalzero.nn.evaluator import Evaluator
+        from frugalzero.selfplay.play import SelfPlayLoop
+
+        self.core = core
+        config = replace(config, search=replace(config.search, core=core))
+        self.evaluator = Evaluator(net, evaluator_config)
+        self.loop = SelfPlayLoop(self.evaluator, _starts(0), config, lambda _: None, "bench")
+        self.rounds: dict[str, list[float]] = {}
+
+    def round(self, seconds: float, profiler=None) -> dict[str, float]:
+        """``seconds`` of self-play: rates, shares and costs of that round."""
+        loop, evaluator = self.loop, self.evaluator
+        before = evaluator.server_stats()
+        leaves0, sims0, moves0 = loop.driver.leaves, _sims(loop), loop.progress()
+        start, cpu = time.perf_counter(), time.process_time()
+        if profiler is not None:
+            profiler.enable()
+        loop.run(stop=lambda: time.perf_counter() - start >= seconds)
+        if profiler is not None:
+            profiler.disable()
+        wall = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        sims = max(_sims(loop) - sims0, 1)
+        after = evaluator.server_stats()
+        servers = after.get("servers", 1)
+        spent = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+        positions = max(spent.get("positions", 0), 1)
+        return {
+            "pos": (loop.progress() - moves0) / wall,
+            "sims": sims / wall,
+            "leaves": (loop.driver.leaves - leaves0) / wall,
+            "busy": spent.get("busy_s", 0.0) / servers / wall,
+            "cpu": cpu / sims,
+            "overhead": (spent.get("busy_s", 0.0) - spent.get("forward_s", 0.0)) / positions,
+            "server_cpu": spent.get("cpu_s", 0.0) / positions,
+        }
+
+    def close(self) -> None:
+        self.evaluator.close()
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.workers:
         return run_workers(args)
-    from frugalzero.bench.timing import median, rate
+    from frugalzero.bench.timing import BareNet, median, rate
     from frugalzero.nn.evaluator import Evaluator
-    from frugalzero.selfplay.play import SelfPlayLoop
 
+    cores = _cores(args.core)
     net, config, evaluator_config, stream, batch = _setup(args)
-    positions = 0
+    runs = [_Core(core, net, config, evaluator_config) for core in cores]
+    try:
+        first = runs[0].evaluator
+        threads = first.threads
+        bare = BareNet(net, evaluator_config, threads, batch, first.compiled)
+        with Evaluator(net, replace(evaluator_config, cache_size=0)) as reference:
 
-    def count(record) -> None:
-        nonlocal positions
-        positions += record.positions
+            def evaluate_stream() -> None:
+                _evaluate_stream(reference, stream)
 
-    with (
-        Evaluator(net, evaluator_config) as evaluator,
-        Evaluator(net, replace(evaluator_config, cache_size=0)) as reference,
-    ):
-        loop = SelfPlayLoop(evaluator, _starts(0), config, count, net_id="bench")
+            for core in runs:  # warm-up: trees grow, the caches fill, the games spread out
+                core.round(args.seconds)
+            evaluate_stream()
+            profiler = None
+            if args.profile:
+                import cProfile
 
-        def evaluate_stream() -> None:
-            _evaluate_stream(reference, stream)
-
-        def selfplay_round() -> tuple[float, float, float, float, float]:
-            busy0 = evaluator.server_stats().get("busy_s", 0.0)
-            leaves0, sims0, moves0 = loop.driver.leaves, _sims(loop), loop.progress()
-            start, cpu = time.perf_counter(), time.process_time()
-            loop.run(stop=lambda: time.perf_counter() - start >= args.seconds)
-            seconds = time.perf_counter() - start
-            cpu = time.process_time() - cpu
-            stats = evaluator.server_stats()
-            busy = (stats.get("busy_s", 0.0) - busy0) / stats.get("servers", 1)
-            return (
-                (loop.progress() - moves0) / seconds,
-                (_sims(loop) - sims0) / seconds,
-                (loop.driver.leaves - leaves0) / seconds,
-                busy / seconds,
-                cpu / max(_sims(loop) - sims0, 1),
-            )
-
-        selfplay_round()  # warm-up: trees grow, the cache fills, the games spread out
-        evaluate_stream()
-        profiler = None
-        if args.profile:
-            import cProfile
-
-            profiler = cProfile.Profile()
-        rounds: dict[str, list[float]] = {
-            k: [] for k in ("pos", "sims", "leaves", "busy", "cpu", "eval")
+                profiler = cProfile.Profile()
+            rounds: dict[str, list[float]] = {"net": [], "eval": []}
+            for _ in range(args.rounds):
+                for core in runs:
+                    for key, value in core.round(args.seconds, profiler).items():
+                        core.rounds.setdefault(key, []).append(value)
+                rounds["net"].append(bare.positions_per_s())
+                rounds["eval"].append(rate(evaluate_stream, len(stream) * batch, 1.0, warmup=0))
+            if profiler is not None:
+                profiler.dump_stats(args.profile)
+        result: dict[str, Any] = {
+            "arch": args.arch,
+            "games": args.games,
+            "batch": batch,
+            "groups": args.groups,
+            "sims_per_move": args.sims,
+            "method": config.method,
+            "device": _device(evaluator_config),
+            "precision": first.precision,
+            "compiled": first.compiled,
+            "backend": first.backend,
+            "server_threads": threads,
+            "net_positions_per_s": round(median(rounds["net"]), 1),
+            "evaluator_positions_per_s": round(median(rounds["eval"]), 1),
+            "cores": {core.core: _core_figures(core, rounds, args.sims) for core in runs},
+            "rounds": args.rounds,
+            "seconds_per_round": args.seconds,
         }
-        for _ in range(args.rounds):
-            if profiler is not None:
-                profiler.enable()
-            pos, sims, leaves, busy, cpu = selfplay_round()
-            if profiler is not None:
-                profiler.disable()
-            rounds["pos"].append(pos)
-            rounds["sims"].append(sims)
-            rounds["leaves"].append(leaves)
-            rounds["busy"].append(busy)
-            rounds["cpu"].append(cpu)
-            rounds["eval"].append(rate(evaluate_stream, len(stream) * batch, 1.0, warmup=0))
-        if profiler is not None:
-            profiler.dump_stats(args.profile)
-        hits = evaluator.hits / max(1, evaluator.hits + evaluator.misses)
+        if len(runs) > 1:
+            a, b = runs[0], runs[1]
+            per_round = [x / y for x, y in zip(a.rounds["sims"], b.rounds["sims"])]
+            result[f"{a.core}_over_{b.core}"] = round(median(per_round), 3)
+        return result
+    finally:
+        for core in runs:
+            core.close()
 
-    ratios = [p * args.sims / e for p, e in zip(rounds["pos"], rounds["eval"])]
-    sims_per_s = median(rounds["sims"])
+
+def _core_figures(core: _Core, rounds: dict[str, list[float]], sims_per_move: int) -> dict:
+    from frugalzero.bench.timing import median
+
+    r = core.rounds
+    sims_per_s = median(r["sims"])
+    evaluator = core.evaluator
+    hits = evaluator.hits / max(1, evaluator.hits + evaluator.misses)
+    served = evaluator.backend == "process"
     return {
-        "arch": args.arch,
-        "games": args.games,
-        "batch": batch,
-        "groups": args.groups,
-        "sims_per_move": args.sims,
-        "method": config.method,
-        "device": _device(evaluator_config),
-        "precision": evaluator.precision,
-        "compiled": evaluator.compiled,
-        "backend": evaluator.backend,
-        "positions_per_s": round(median(rounds["pos"]), 2),
         "simulations_per_s": round(sims_per_s, 1),
-        "network_leaves_per_s": round(median(rounds["leaves"]), 1),
-        "evaluator_positions_per_s": round(median(rounds["eval"]), 1),
-        "ratio": round(median(ratios), 3),
-        "ratio_min": round(min(ratios), 3),
-        "server_busy_share": round(median(rounds["busy"]), 3),
-        "wall_us_per_simulation": round(1e6 / sims_per_s, 1) if sims_per_s else None,
-        "client_cpu_us_per_simulation": round(1e6 * median(rounds["cpu"]), 1),
+        "positions_per_s": round(median(r["pos"]), 2),
+        "network_leaves_per_s": round(median(r["leaves"]), 1),
+        "sims_over_net": round(median([s / n for s, n in zip(r["sims"], rounds["net"])]), 3),
+        "ratio": round(
+            median([p * sims_per_move / e for p, e in zip(r["pos"], rounds["eval"])]), 3
+        ),
+        "client_cpu_us_per_simulation": round(1e6 * median(r["cpu"]), 2),
+        "wall_us_per_simulation": round(1e6 / sims_per_s, 2) if sims_per_s else None,
+        "server_busy_share": round(median(r["busy"]), 3) if served else None,
+        "server_overhead_us_per_position": round(1e6 * median(r["overhead"]), 2)
+        if served
+        else None,
+        "server_cpu_us_per_position": round(1e6 * median(r["server_cpu"]), 2) if served else None,
         "cache_hit_rate": round(hits, 3),
-        "games_finished": loop.games,
-        "rounds": args.rounds,
-        "seconds_per_round": args.seconds,
+        "games_finished": core.loop.games,
     }
 
 
@@ -169,9 +237,15 @@ def _setup(args: argparse.Namespace):
     torch.manual_seed(0)
     net = PolicyValueNet(architecture(args.arch)).eval()
     batch = max(1, args.games // args.groups)
-    search = SearchConfig(simulations=args.sims, nscl=args.nscl, gumbel=args.gumbel)
+    search = SearchConfig(
+        simulations=args.sims, nscl=args.nscl, gumbel=args.gumbel, core=_cores(args.core)[0]
+    )
     evaluator = EvaluatorConfig(
-        device=args.device, precision=args.precision, backend=args.backend, compile=args.compile
+        device=args.device,
+        precision=args.precision,
+        backend=args.backend,
+        compile=args.compile,
+        threads=args.threads,
     )
     config = SelfPlayConfig(
         games=1 << 30, concurrent=args.games, groups=args.groups, search=search, evaluator=evaluator
@@ -270,7 +344,7 @@ def _device(evaluator_config) -> str:
 
 
 def run_workers(args: argparse.Namespace) -> dict[str, Any]:
-    from frugalzero.bench.timing import median, rate
+    from frugalzero.bench.timing import BareNet, median, rate
     from frugalzero.nn.evaluator import Evaluator
 
     counts = [int(w) for w in str(args.workers).split(",")]
@@ -278,7 +352,11 @@ def run_workers(args: argparse.Namespace) -> dict[str, Any]:
     layouts = {n: _Layout(net, config, n) for n in counts}
     rounds: dict[int, dict[str, list[float]]] = {n: {} for n in counts}
     evals: list[float] = []
+    nets: list[float] = []
+    # the bare network at the batch the server can merge from the most workers' batches
+    merged = batch * max(counts)
     with Evaluator(net, replace(evaluator_config, cache_size=0)) as reference:
+        bare = BareNet(net, evaluator_config, layouts[max(counts)].threads, merged, False)
 
         def evaluate_stream() -> None:
             _evaluate_stream(reference, stream)
@@ -291,8 +369,10 @@ def run_workers(args: argparse.Namespace) -> dict[str, Any]:
                 for key, value in layout.round(args.seconds).items():
                     rounds[n].setdefault(key, []).append(value)
             evals.append(rate(evaluate_stream, len(stream) * batch, 1.0, warmup=0))
+            nets.append(bare.positions_per_s())
     totals = {n: layout.close() for n, layout in layouts.items()}
     evaluator_rate = median(evals)
+    net_rate = median(nets)
     result: dict[str, Any] = {
         "arch": args.arch,
         "games_per_worker": args.games,
@@ -300,7 +380,10 @@ def run_workers(args: argparse.Namespace) -> dict[str, Any]:
         "sims_per_move": args.sims,
         "method": config.method,
         "device": _device(evaluator_config),
+        "core": config.search.core,
         "evaluator_positions_per_s": round(evaluator_rate, 1),
+        "net_batch": merged,
+        "net_positions_per_s": round(net_rate, 1),
         "rounds": args.rounds,
         "seconds_per_round": args.seconds,
         "workers": {},
@@ -313,7 +396,8 @@ def run_workers(args: argparse.Namespace) -> dict[str, Any]:
             "positions_per_s": round(median(r["pos"]), 2),
             "positions_per_s_per_worker": round(median(r["pos"]) / n, 2),
             "network_leaves_per_s": round(median(r["leaves"]), 1),
-            "leaves_over_net": round(median(r["leaves"]) / evaluator_rate, 3),
+            "leaves_over_evaluator": round(median(r["leaves"]) / evaluator_rate, 3),
+            "leaves_over_net": round(median(r["leaves"]) / net_rate, 3),
             "server_busy_share": round(median(r["busy"]), 3),
             "positions_per_forward": round(stats["positions"] / max(1, stats["batches"]), 1),
             "client_cpu_us_per_simulation": round(1e6 * median(r["cpu"]), 1),

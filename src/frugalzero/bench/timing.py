@@ -22,6 +22,45 @@ def rate(fn: Callable[[], object], items: int, min_seconds: float = 0.5, warmup:
             return calls * items / elapsed
 
 
+def best_rate(
+    fn: Callable[[], object], items: int, windows: int = 5, window_seconds: float = 0.2
+) -> float:
+    """The fastest of ``windows`` short measurements of ``rate``: what ``fn`` can do on this
+    machine right now. Other work can only slow a window down, so the best one is a reference
+    a busy moment cannot drag down (one median-of-one reading was once 32.6 positions/s)."""
+    return max(rate(fn, items, window_seconds, warmup=0) for _ in range(windows))
+
+
+class BareNet:
+    """``batch`` ready positions through a network exactly as an evaluator with ``config`` runs
+    it (device, precision, layout, ``threads``, compilation) and nothing else: the network's own
+    throughput, the reference of ``bench nn``, ``selfplay`` and ``uci``. Call it to run once."""
+
+    def __init__(self, net, config, threads: int, batch: int, compiled: bool) -> None:
+        import torch
+
+        from frugalzero.chess.encoding import encode
+        from frugalzero.chess.history import net_input_from_board
+        from frugalzero.chess.positions import random_boards
+        from frugalzero.nn.evaluator import NetRunner, pack_inputs
+
+        self.batch = batch
+        self.runner = NetRunner(net, config, threads, compile=compiled)
+        boards = random_boards(batch, seed=1)
+        frames, meta, _, _ = pack_inputs([net_input_from_board(b) for b in boards])
+        self.planes = torch.from_numpy(encode(frames, meta)).to(self.runner.device)
+        self._sync = torch.cuda.synchronize if self.runner.device.type == "cuda" else None
+
+    def __call__(self) -> None:
+        self.runner.forward(self.planes)
+        if self._sync is not None:
+            self._sync()
+
+    def positions_per_s(self) -> float:
+        """Its throughput right now, robustly (``best_rate``)."""
+        return best_rate(self, self.batch)
+
+
 def matmul_gflops(dtype, device, size: int = 2048, min_seconds: float = 0.5) -> float:
     """Peak of a large square matmul in ``dtype`` on ``device`` right now (GFLOP/s)."""
     import torch

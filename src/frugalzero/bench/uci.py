@@ -2,7 +2,8 @@
 
 A real search, as ``frugalzero uci`` runs it with its default options: one game, a fixed time per
 position, from the same middlegame positions every time. The reference is the bare network at the
-engine's leaf-batch size with every core of the machine, the most the network alone could give;
+engine's leaf-batch size with every core of the machine, the most the network alone could give
+(the best of several short windows each round, so a busy moment cannot drag it down);
 ``nps_over_net`` says how much of it the engine turns into search (above 1 where the engine's
 evaluation cache saves network calls).
 """
@@ -50,14 +51,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import gc
 
     import chess
-    import torch
 
-    from frugalzero.bench.timing import median, rate
-    from frugalzero.chess.encoding import encode
-    from frugalzero.chess.history import GameHistory, net_input_from_board
-    from frugalzero.chess.positions import random_boards
+    from frugalzero.bench.timing import BareNet, median
+    from frugalzero.chess.history import GameHistory
     from frugalzero.nn.checkpoint import load_net
-    from frugalzero.nn.evaluator import NetRunner, pack_inputs
     from frugalzero.nn.shipped import resolve_net_path
     from frugalzero.runtime.cores import available_cores
     from frugalzero.uci import NetSearcher, SearchRequest
@@ -81,15 +78,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cores = available_cores()
         net, _ = load_net(resolve_net_path(args.net))
         config = dataclasses.replace(evaluator.config, threads=cores)
-        runner = NetRunner(net, config, cores, compile=evaluator.compiled)
-        boards = random_boards(batch, seed=1)
-        frames, meta, _, _ = pack_inputs([net_input_from_board(b) for b in boards])
-        planes = torch.from_numpy(encode(frames, meta)).to(runner.device)
-
-        def forward() -> None:
-            runner.forward(planes)
-            if runner.device.type == "cuda":
-                torch.cuda.synchronize()
+        bare = BareNet(net, config, cores, batch, evaluator.compiled)
+        runner = bare.runner
 
         def search_round() -> tuple[float, int]:
             nodes = 0
@@ -114,7 +104,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             nps, nodes = search_round()
             rounds["nps"].append(nps)
             rounds["nodes"].append(nodes)
-            rounds["net"].append(rate(forward, batch, min_seconds=1.0))
+            rounds["net"].append(bare.positions_per_s())
     finally:
         searcher.close()
         if automatic:

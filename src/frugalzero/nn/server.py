@@ -269,7 +269,15 @@ def _serve(
     buffers = [_Slots(slots, n, name=name) for name, slots, n in specs]
     conns[0].send(("ready", runner.precision, runner.compiled))
     live = {conn: i for i, conn in enumerate(conns)}
-    counters = {"busy_s": 0.0, "batches": 0, "positions": 0, "requests": 0}
+    # busy: answering batches; forward: the network itself; cpu: this process's CPU time
+    counters = {
+        "busy_s": 0.0,
+        "forward_s": 0.0,
+        "cpu_s": 0.0,
+        "batches": 0,
+        "positions": 0,
+        "requests": 0,
+    }
     try:
         while conns[0] in live:
             jobs: list[tuple[int, int, int, int, bool]] = []  # (caller, slot, n, width, logits)
@@ -330,7 +338,7 @@ def _run_group(
     group: list[tuple[int, int, int, int, bool]],
     counters: dict,
 ) -> None:
-    start = time.perf_counter()
+    start, cpu, forward = time.perf_counter(), time.process_time(), runner.forward_s
     views = [buffers[caller].views[slot] for caller, slot, _, _, _ in group]
     sizes = [n for _, _, n, _, _ in group]
     width = max(w for _, _, _, w, _ in group)
@@ -364,6 +372,8 @@ def _run_group(
                 view["wdl"][:n] = wdl[row : row + n]
             row += n
         counters["busy_s"] += time.perf_counter() - start
+        counters["forward_s"] += runner.forward_s - forward
+        counters["cpu_s"] += time.process_time() - cpu
         counters["batches"] += 1
         counters["positions"] += total
         counters["requests"] += len(group)
