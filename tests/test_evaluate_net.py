@@ -11,12 +11,14 @@ from frugalzero.chess.history import net_input_from_board
 from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig
 from frugalzero.evaluate.match import MatchConfig, play_match
-from frugalzero.evaluate.netplayer import MATCH_LEAVES_PER_GATHER, net_configs
+from frugalzero.evaluate.netplayer import net_configs
 from frugalzero.evaluate.specs import parse_spec
 from frugalzero.nn.checkpoint import save_net
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 from frugalzero.nn.model import PolicyValueNet, architecture
-from frugalzero.search.config import PLAY_POLICY_TEMPERATURE
+from frugalzero.search.config import PLAY_POLICY_TEMPERATURE, SearchConfig
+
+PLAY = SearchConfig().for_play()
 
 INLINE = "backend=inline&compile=off&precision=fp32"
 SHORT = AdjudicationConfig(max_plies=40)
@@ -84,7 +86,8 @@ def test_net_spec_keys_go_to_search_or_evaluator():
     assert paper.policy_temperature == 1.0  # ... unless the spec says otherwise
     assert workers == 1  # on a CPU one process searches for every seat
     gathers = {net_configs(spec, seats)[0].leaves_per_gather for seats in (1, 2, 16)}
-    assert gathers == {MATCH_LEAVES_PER_GATHER}  # the same search at any concurrency
+    assert gathers == {PLAY.leaves_per_gather}  # the same search at any concurrency...
+    assert search.collisions == PLAY.collisions  # ... as UCI's (uci.searcher uses PLAY too)
     assert net_configs(parse_spec("net:default?leaves_per_gather=1"), 2)[0].leaves_per_gather == 1
     assert net_configs(parse_spec("net:default?nodes=50&workers=3"), 2)[2] == 2  # <= seats
     assert net_configs(parse_spec("net:default?nodes=1&workers=3"), 4)[2] == 1  # raw policy

@@ -39,13 +39,6 @@ from frugalzero.search import Driver, SearchConfig, Tree, new_tree
 from frugalzero.search.config import PLAY_SETTINGS
 from frugalzero.values import score_cp, search_score, value_to_cp
 
-MATCH_LEAVES_PER_GATHER = 8
-"""Leaves a seat's tree gathers for one batch, whatever the number of games at once: the
-virtual loss of a gather changes the search, so a rating must not depend on the concurrency it
-was played at. The shipped net at 400 nodes found Stockfish's depth-12 move on the held-out
-suite 40.2% of the time at 1 leaf, 42.2% at 8, 41.6% at 16 and 39.0% at 32 (benchmarks/RESULTS.md,
-"The search's settings for play"); before, a match gathered 16 // games-at-once leaves."""
-
 
 def net_configs(spec: EngineSpec, seats: int):
     """(SearchConfig, EvaluatorConfig, workers) from the spec's keys; a typo is a one-line
@@ -55,8 +48,7 @@ def net_configs(spec: EngineSpec, seats: int):
 
     search_fields = {f.name for f in dataclasses.fields(SearchConfig)}
     eval_fields = {f.name for f in dataclasses.fields(EvaluatorConfig)}
-    search: dict = dict(PLAY_SETTINGS)  # a match wants the engine's best play
-    search["leaves_per_gather"] = MATCH_LEAVES_PER_GATHER  # the same search at any concurrency
+    search: dict = dict(PLAY_SETTINGS)  # the play profile: the search UCI plays too
     evaluator: dict = {}
     workers = 0
     for key, text in spec.params.items():

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from frugalzero.config import check
+from frugalzero.search.puct import temperature_for_ply
 
 
 @dataclass
@@ -114,6 +115,16 @@ class SearchConfig:
         ]
         check(self, "search", checks)
 
+    def move_temperature(self, ply: int) -> float:
+        """The move-choice temperature at ``ply`` (counted from the game's start)."""
+        return temperature_for_ply(
+            ply,
+            self.temperature,
+            self.temperature_plies,
+            self.final_temperature,
+            self.temperature_decay_plies,
+        )
+
     def for_play(self) -> SearchConfig:
         """The same search for playing matches: no root noise, no Gumbel noise, the best move
         at every ply (temperature 0), no resignation, the priors at the play temperature."""
@@ -126,7 +137,17 @@ depth-12 move on the held-out suite 37.2% of the time at 1.0, 38.3% at 1.4, 38.8
 37.7% at 2.4 (benchmarks/play_temperature.sh); head to head, 1.6 scored +30 =2 -24 against 1.0
 (benchmarks/RESULTS.md, "The search's settings for play")."""
 
+PLAY_LEAVES = 16
+"""Leaves one tree gathers for a batch when playing, and the collisions a gather absorbs: a
+single game (UCI) fills its batches by itself, and a match plays the same search at any number
+of games at once, so a rating is the strength of what a GUI gets. At 400 nodes the shipped net
+found Stockfish's depth-12 move on the held-out suite 42.2% of the time at 8 leaves, 41.6% at
+16 and 39.0% at 32 (benchmarks/RESULTS.md, "The search's settings for play"): within noise of
+8, while a CPU runs batches of 16 twice as fast."""
+
 PLAY_SETTINGS: dict[str, float | bool] = {
+    "leaves_per_gather": PLAY_LEAVES,
+    "collisions": PLAY_LEAVES,
     "root_noise": False,
     "gumbel_noise": False,
     "temperature": 0.0,
@@ -135,4 +156,5 @@ PLAY_SETTINGS: dict[str, float | bool] = {
     "resign_threshold": -2.0,  # below any value: never resigns (the GUI or match adjudicates)
     "policy_temperature": PLAY_POLICY_TEMPERATURE,
 }
-"""What playing (matches, UCI) changes in a search config: best play, no exploration noise."""
+"""The one play profile: what playing (matches, the ladder, UCI) changes in a search config:
+batches of one game's leaves, best play, no exploration noise."""

@@ -26,7 +26,7 @@ from frugalzero.chess.native import native_history
 from frugalzero.chess.rules import MATE
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.draws import contempt_seed
-from frugalzero.search.puct import choose_by_visits, temperature_for_ply
+from frugalzero.search.puct import choose_by_visits
 from frugalzero.search.types import Evaluates, RootLine, SearchResult, SearchTarget
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
@@ -249,20 +249,16 @@ class NativeTree:
             return None, 0.0
         return move_of(int(self.core.root_moves()[slot])), lead
 
-    def choose_move(self, ply: int | None = None) -> chess.Move | None:
-        """The move to play in self-play (``SearchTree.choose_move``)."""
+    def choose_move(
+        self, ply: int | None = None, temperature: float | None = None
+    ) -> chess.Move | None:
+        """The move to play (``SearchTree.choose_move``)."""
         core, cfg = self.core, self.config
         if core.root_state != EXPANDED:
             return None
         if ply is None:
             ply = len(self._moves)
-        tau = temperature_for_ply(
-            ply,
-            cfg.temperature,
-            cfg.temperature_plies,
-            cfg.final_temperature,
-            cfg.temperature_decay_plies,
-        )
+        tau = cfg.move_temperature(ply) if temperature is None else temperature
         if cfg.gumbel or core.root_proven or tau <= 0:
             slot = core.best_slot()
         else:

@@ -44,7 +44,6 @@ from frugalzero.search.puct import (
     dirichlet_mix,
     fpu_value,
     temper_priors,
-    temperature_for_ply,
 )
 from frugalzero.search.types import RootLine, SearchResult, SearchTarget
 
@@ -345,9 +344,12 @@ class SearchTree:
         r = self.result(lines=0)
         return SearchTarget(r.target_indices, r.target_probs, r.value, r.q)
 
-    def choose_move(self, ply: int | None = None) -> chess.Move | None:
-        """The move to play in self-play: temperature sampling over visits for the opening plies
-        (``ply`` counted from the game's start), else the result's ``best_move``. Gumbel plays
+    def choose_move(
+        self, ply: int | None = None, temperature: float | None = None
+    ) -> chess.Move | None:
+        """The move to play: sampled from the visits at the schedule's temperature for ``ply``
+        (counted from the game's start; ``temperature`` instead of the schedule: UCI's option),
+        never a move proven to lose; at temperature 0 the result's ``best_move``. Gumbel plays
         the action sequential halving selected (its noise already made the choice stochastic)."""
         root = self.root
         if root.state != EXPANDED:
@@ -355,13 +357,7 @@ class SearchTree:
         cfg = self.config
         if ply is None:
             ply = len(self.history.board.move_stack)
-        tau = temperature_for_ply(
-            ply,
-            cfg.temperature,
-            cfg.temperature_plies,
-            cfg.final_temperature,
-            cfg.temperature_decay_plies,
-        )
+        tau = cfg.move_temperature(ply) if temperature is None else temperature
         if cfg.gumbel or root.proven or tau <= 0:
             best = self._best_slot()
             return None if best is None else root.moves[best]

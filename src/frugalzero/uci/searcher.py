@@ -22,17 +22,16 @@ from collections.abc import Callable
 import numpy as np
 
 from frugalzero.search import RootLine, SearchConfig, SearchResult, Tree, new_tree, search
-from frugalzero.search.puct import choose_by_visits
 from frugalzero.uci.protocol import BestMove, Option, SearchRequest
 from frugalzero.uci.timeman import MoveTimer
 from frugalzero.values import search_score, uci_score, wdl_permille
 
 INFO_INTERVAL = 0.5  # seconds between info lines
 CACHE_SIZE = 200_000  # positions the evaluator's cache keeps unless NNCacheSize says otherwise
-BATCH_SIZE = 16  # leaves per batch: a single game's batches fill with virtual loss
 PARALLEL_BATCHES = 2  # batches one game's search keeps evaluating side by side on a CPU
 ALL_LINES = 256  # more than any position's legal moves
-PLAY = SearchConfig().for_play()  # the search settings a game is played with
+PLAY = SearchConfig().for_play()  # the play profile: the search matches and the ladder play
+BATCH_SIZE = PLAY.leaves_per_gather  # leaves per batch: a single game's fill with collisions
 
 
 def searcher_options(default_nodes: int) -> list[Option]:
@@ -194,7 +193,7 @@ class NetSearcher:
         result = tree.result(ALL_LINES if self.temperature > 0 else self.multipv)
         for line in self._info_lines(result, time.monotonic() - started):
             info(line)
-        return self._pick(result, request)
+        return self._pick(tree, result, request)
 
     # -- helpers ------------------------------------------------------------------------------
     def _apply_settings(self, evaluator) -> None:
@@ -232,7 +231,7 @@ class NetSearcher:
         """The last tree, following the requested game (tree reuse when it continues the
         last one); a new tree after ``ucinewgame`` or a new batch size."""
         if self.tree is None:
-            config = dataclasses.replace(
+            config = dataclasses.replace(  # the play profile, with the options' batch size
                 PLAY,
                 leaves_per_gather=self.batch,
                 collisions=self.batch,
@@ -243,17 +242,16 @@ class NetSearcher:
             self.tree.follow(request.history)
         return self.tree
 
-    def _pick(self, result: SearchResult, request: SearchRequest) -> BestMove:
-        """The best line's move (with ``Temperature``: one sampled by visits among the moves
-        not proven to lose), and the reply its line expects."""
+    def _pick(self, tree: Tree, result: SearchResult, request: SearchRequest) -> BestMove:
+        """The best line's move (with ``Temperature``: the tree's choice at that temperature,
+        sampled by visits among the moves not proven to lose), and the reply its line expects."""
         lines = result.lines
         if not lines:  # stopped before the root was evaluated
             return BestMove((request.searchmoves or list(request.history.board.legal_moves))[0])
         line = lines[0]
         if self.temperature > 0 and not result.mate_in:
-            visits = np.array([0.0 if (ln.mate_in or 0) < 0 else ln.visits for ln in lines])
-            if visits.sum() > 0:
-                line = lines[choose_by_visits(visits, self.temperature, self.rng)]
+            chosen = tree.choose_move(temperature=self.temperature)
+            line = next((ln for ln in lines if ln.move == chosen), line)
         return BestMove(line.move, line.pv[1] if len(line.pv) > 1 else None)
 
     def _info_lines(
