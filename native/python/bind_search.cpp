@@ -267,6 +267,12 @@ void bind_search(nb::module_& m) {
         .def("frozen", [](const fz::Tree& t, int id) { return to_numpy(t.frozen_distribution(id)); },
              "id"_a);
 
+    m.def("history_rows", [](const std::vector<const fz::History*>& histories, fz::LeafBatch& batch,
+                             fz::EvalCache* cache) {
+        for (size_t i = 0; i < histories.size(); ++i) batch.add_history(int(i), -1, *histories[i], cache);
+    }, "histories"_a, "batch"_a, "cache"_a.none() = nb::none(),
+       "the current position of every history into ``batch`` (history i's row or cached leaf names i)");
+
     m.def("finished_trees", [](const Trees& trees) {
         std::vector<int> done;
         for (size_t i = 0; i < trees.size(); ++i)

@@ -136,6 +136,28 @@ void LeafBatch::add_row(int tree, int node, const uint64_t* frames, const int64_
     width_ = std::max(width_, count);
 }
 
+void LeafBatch::add_history(int tree, int node, const History& history, EvalCache* cache) {
+    const Position& position = history.current();
+    int64_t meta[META_FIELDS];
+    position.meta(meta);
+    uint64_t keys[HISTORY] = {};
+    int reps[HISTORY] = {};
+    const int size = history.size();
+    for (int i = 0; i < HISTORY && i < size; ++i) {
+        keys[i] = history.at(size - 1 - i).key;
+        reps[i] = history.repetitions_at(size - 1 - i);
+    }
+    Move moves[MAX_MOVES];
+    const int count = position.legal_moves(moves);
+    const InputKey key = input_key(keys, reps, meta);
+    if (add_cached(tree, node, count, key, cache)) return;
+    uint64_t frames[HISTORY * FRAME_WORDS] = {};
+    history.frames(frames, HISTORY);
+    int16_t indices[MAX_MOVES];
+    for (int i = 0; i < count; ++i) indices[i] = int16_t(policy_index(moves[i], position.turn));
+    add_row(tree, node, frames, meta, moves, indices, count, key);
+}
+
 void LeafBatch::padded_indices(int16_t* out, int width) const {
     const size_t rows = row_leaf_.size();
     std::fill(out, out + rows * size_t(width), int16_t(0));

@@ -78,6 +78,9 @@ public:
     // A gathered leaf that ``cache`` has the answer for (copied here); false when it has
     // not (or there is no cache), and the leaf then goes to the network with add_row.
     bool add_cached(int tree, int node, int count, const InputKey& key, EvalCache* cache);
+    // The current position of ``history`` (its legal moves in python-chess's order), answered by
+    // the cache or as a row: a tree's root, or a position outside any tree (ε-Explore's walk).
+    void add_history(int tree, int node, const History& history, EvalCache* cache);
     // A gathered leaf for the network: its input, written by the tree.
     void add_row(int tree, int node, const uint64_t* frames, const int64_t* meta,
                  const Move* moves, const int16_t* indices, int count, const InputKey& key);

@@ -310,28 +310,7 @@ int Tree::make_child(int parent, int slot, int depth) {
 }
 
 void Tree::write_root_input(LeafBatch& batch, int tree_index, EvalCache* cache) {
-    int64_t meta[META_FIELDS];
-    history_.current().meta(meta);
-    uint64_t keys[HISTORY] = {};
-    int step_reps[HISTORY] = {};
-    const int size = history_.size();
-    for (int i = 0; i < HISTORY && i < size; ++i) {
-        keys[i] = history_.at(size - 1 - i).key;
-        step_reps[i] = history_.repetitions_at(size - 1 - i);
-    }
-    const Node& root = nodes_[size_t(root_)];
-    const InputKey input = input_key(keys, step_reps, meta);
-    if (batch.add_cached(tree_index, root_, root.count, input, cache)) return;
-    uint64_t frames[HISTORY * FRAME_WORDS] = {};
-    history_.frames(frames, HISTORY);
-    Move moves[MAX_MOVES];
-    int16_t indices[MAX_MOVES];
-    const Edge* E = edges_of(root_);
-    for (int i = 0; i < root.count; ++i) {
-        moves[i] = Move(E[i].move);
-        indices[i] = int16_t(E[i].index);
-    }
-    batch.add_row(tree_index, root_, frames, meta, moves, indices, root.count, input);
+    batch.add_history(tree_index, root_, history_, cache);
 }
 
 void Tree::backup(int node, double value) {

@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from frugalzero.chess.history import GameHistory
+from frugalzero import _native
+from frugalzero.chess.native import native_history, raw_to_move
 from frugalzero.chess.positions import STANDARD, Opening, OpeningSampler
-from frugalzero.chess.rules import game_result
 from frugalzero.config import check
 from frugalzero.data.records import GameRecord
 from frugalzero.expert.engine import EngineConfig
 from frugalzero.expert.playout import PlayoutTask
 from frugalzero.expert.pool import LabelError, StockfishPool
+from frugalzero.search.native import rows_for
 
 
 @dataclass
@@ -99,7 +100,7 @@ def explore_choice(
 class _Game:
     number: int
     start_fen: str
-    history: GameHistory
+    history: _native.History  # the game's positions in the native core
     moves: list[str]
 
 
@@ -124,28 +125,34 @@ class Explorer:
         self.games_finished = 0
         self.positions: list[tuple[str, tuple[str, ...]]] = []  # queued since last take
         self._games = [self._new_game() for _ in range(config.games)]
+        self._rows = rows_for(evaluator)  # the games' positions to the network as packed rows
+        self._batch = _native.LeafBatch()
 
     def _new_game(self) -> _Game:
         opening = self.sampler.next() if self.sampler else STANDARD
         self.games_started += 1
-        return _Game(self.games_started, opening.root_fen, opening.history(), list(opening.moves))
+        history = native_history(opening.history())
+        return _Game(self.games_started, opening.root_fen, history, list(opening.moves))
 
     def step(self, limit: int | None = None) -> list[PlayoutTask]:
         """One move in (at most ``limit`` of) the games; the new positions to label."""
         cfg = self.config
         games = self._games[: limit or len(self._games)]
-        inputs = [g.history.net_input() for g in games]
-        evaluations = self.evaluator.evaluate(inputs)
+        batch = self._batch
+        batch.clear()
+        _native.history_rows([g.history for g in games], batch)  # inputs, legal moves: C++
+        priors = self._rows.priors(self._rows.submit(batch), batch)
         tasks = []
-        for slot, (game, inp, ev) in enumerate(zip(games, inputs, evaluations)):
+        for slot, (game, p) in enumerate(zip(games, priors)):
             choice = explore_choice(
-                ev.priors, self.rng, cfg.noise_alpha, cfg.noise_epsilon, cfg.temperature
+                p, self.rng, cfg.noise_alpha, cfg.noise_epsilon, cfg.temperature
             )
-            move = inp.moves[choice]
-            game.history.push(move)
-            game.moves.append(move.uci())
+            raw = int(batch.row_moves(slot)[choice])
+            game.history.push(raw)
+            game.moves.append(raw_to_move(raw).uci())
             self.steps += 1
-            over = game_result(game.history.board) is not None
+            current = game.history.current
+            over = current.status(game.history.repetitions)[0] is not None
             if not over:
                 tasks.append(
                     PlayoutTask(

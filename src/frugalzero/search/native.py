@@ -364,6 +364,13 @@ class NetworkRows:
             logits, values, wdl = handle.result()
         _native.apply_batch(trees, batch, logits, values, wdl, self.cache)
 
+    def priors(self, handle, batch: _native.LeafBatch) -> list[np.ndarray]:
+        """Each row's priors over its legal moves (a batch gathered without the cache)."""
+        logits = handle.result()[0].astype(np.float64)
+        z = np.exp(logits - logits.max(axis=1, keepdims=True))  # -inf padding: 0
+        z /= z.sum(axis=1, keepdims=True)
+        return [z[row, :count] for row, count in enumerate(batch.counts().tolist())]
+
 
 class EvaluationRows:
     """Any other evaluator (``Evaluates``: uniform or hashed priors in tests, a remote net):
@@ -386,6 +393,10 @@ class EvaluationRows:
             for row in range(batch.rows)
         ]
         return self.evaluator.submit(inputs)
+
+    def priors(self, handle, batch: _native.LeafBatch) -> list[np.ndarray]:
+        """Each row's priors over its legal moves."""
+        return [np.asarray(ev.priors) for ev in handle.result()]
 
     def apply(self, handle, trees: list[_native.Tree], batch: _native.LeafBatch) -> None:
         evaluations = handle.result()
