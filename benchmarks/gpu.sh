@@ -5,8 +5,12 @@
 # card's matmul peak or the bare net, measured in the same run), then each data method for one
 # GPU-hour and its ladder rating.
 #
-#   benchmarks/gpu.sh [STEP...]      steps: test bench hours ladder (default: all, in order)
+#   benchmarks/gpu.sh [STEP...]      steps: build test bench hours ladder (default: all)
+#   benchmarks/gpu.sh wheels         here, before the lease: the wheels `build` installs there
 #
+# The machine has no network and its own Python (with PyTorch), so `build` installs the pure-
+# Python wheels `wheels` put in .dev/wheels (carry .dev) and builds the native core there with
+# its CMake, ninja and compiler: `pip install --no-build-isolation -e .`.
 # A lease is short and its machine has no network: PY names an interpreter that already has
 # the dependencies (default .venv/bin/python), SUITE_S caps the whole suite (default 600 s; it
 # runs on WORKERS pytest-xdist workers, default 14, when pytest-xdist is there) and BENCH_S each
@@ -23,7 +27,7 @@ BENCH_S=${BENCH_S:-150}
 WORKERS=${WORKERS:-14}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
-STEPS=("${@:-test bench hours ladder}")
+STEPS=("${@:-build test bench hours ladder}")
 read -r -a STEPS <<< "${STEPS[*]}"
 
 bench() {  # one `frugalzero bench` into bench.jsonl, with its command
@@ -35,8 +39,19 @@ bench() {  # one `frugalzero bench` into bench.jsonl, with its command
         "frugalzero bench $*" "${line:-null}" >> "$OUT/bench.jsonl"
 }
 
+WHEELS=(scikit-build-core nanobind packaging pathspec chess rich markdown-it-py mdurl pygments)
+
 for step in "${STEPS[@]}"; do
     case $step in
+        wheels)
+            mkdir -p .dev/wheels
+            "$PY" -m pip download -q --only-binary=:all: --no-deps -d .dev/wheels "${WHEELS[@]}"
+            ls .dev/wheels ;;
+        build)
+            "$PY" -m pip install -q --no-index --find-links .dev/wheels "${WHEELS[@]}"
+            "$PY" -m pip install -q --no-index --no-build-isolation --no-deps -e . \
+                || { echo "the native core did not build" >&2; exit 1; }
+            "$PY" -c "import frugalzero._native" ;;
         test)
             {
                 date -u
@@ -59,8 +74,10 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
             bench nn --arch medium --device cuda --rounds 5 --batch 1024
             bench train --arch small --device cuda --rounds 3 --seconds 3
             bench train --arch medium --device cuda --rounds 3 --seconds 3 --batch 1024
-            bench selfplay --arch small --device cuda --rounds 2 --seconds 5 --workers 1,8
+            bench selfplay --arch small --device cuda --rounds 2 --seconds 5 --core native,python
+            bench selfplay --arch small --device cuda --rounds 2 --seconds 5 --workers 1,2,4
             bench uci --net default --rounds 2 --positions 8
+            bench movegen
             ;;
         hours)  # the five methods, one GPU-hour each, from nothing
             PRESET=gpu-1h benchmarks/compare.sh 60 runs/gpu-1h ;;
@@ -73,6 +90,6 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
                     --pgn "benchmarks/results/60min-gpu/$method/ladder.pgn" --resume --json \
                     > "$json.tmp" && mv "$json.tmp" "$json"
             done ;;
-        *) echo "unknown step $step (test bench hours ladder)" >&2; exit 2 ;;
+        *) echo "unknown step $step (wheels build test bench hours ladder)" >&2; exit 2 ;;
     esac
 done
