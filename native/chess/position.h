@@ -42,7 +42,13 @@ struct Move {
     std::string uci() const;
 };
 
-constexpr int MAX_MOVES = 256;  // a legal chess position has at most 218
+// Room for every legal move of any position python-chess's is_valid() accepts. A position
+// reachable from the start has at most 218, but is_valid() allows up to 15 queens a side
+// (at most 15 * 27 + 8 + 2 = 415 moves), so 256 would not be a safe bound.
+constexpr int MAX_MOVES = 512;
+// Clocks above this are refused (from_fen, consistent(), frugalzero.chess.native): play()
+// counts on, and an int must never overflow.
+constexpr int MAX_CLOCK = 1 << 30;
 
 // How a position ends the game, in the order chess/rules.py:leaf_status tests them.
 enum class Ending : uint8_t { NONE, CHECKMATE, STALEMATE, REPETITION, FIFTY_MOVES, MATERIAL };
@@ -67,22 +73,48 @@ struct Position {
                        // and the en-passant file only when an en-passant capture is legal
 
     static Position start();
-    // From python-chess's fields (already validated by python-chess). ``castling`` is cleaned.
+    // From python-chess's fields (already validated by python-chess). ``castling`` is cleaned:
+    // only rooks on A1/H1 (A8/H8) beside a king on E1 (E8) keep their right.
     static Position from_parts(const Bitboard pieces_by_type[6], Bitboard white, Bitboard black,
                                Color turn, Bitboard castling, int ep_square, int halfmove_clock,
                                int fullmove_number);
+    // The same, checked first: false (``error`` set, ``out`` untouched) unless the fields make
+    // a consistent() position. The bindings build positions from Python with this.
+    static bool from_parts_checked(const Bitboard pieces_by_type[6], Bitboard white,
+                                   Bitboard black, int turn, Bitboard castling, int ep_square,
+                                   int64_t halfmove_clock, int64_t fullmove_number,
+                                   Position& out, std::string* error = nullptr);
     // Standard FEN (tests and the sanitizer driver; Python passes parts). Returns false on a
-    // malformed FEN, leaving ``error`` set; never reads out of bounds on any input.
+    // malformed FEN or a position that fails consistent(), leaving ``error`` set; never reads
+    // out of bounds on any input. Castling rights are cleaned as in from_parts.
     static bool from_fen(const std::string& fen, Position& out, std::string* error = nullptr);
     std::string fen() const;  // python-chess's Board.fen() (en passant only when legal)
 
+    // The invariants the generator relies on, checked (python-chess's is_valid() implies all
+    // of them): one king a side, at most 16 pieces and 8 pawns a side, no pawn on a back rank,
+    // disjoint consistent bitboards, the side not to move not in check, a consistent
+    // en-passant square, clean castling rights, clocks in 0..MAX_CLOCK (fullmove from 1), the
+    // key equal to compute_key(). Tests, from_fen and the bindings call it; the hot path never.
+    bool consistent(std::string* error = nullptr) const;
+
     int piece_type_at(int square) const;  // 0 when empty
+    int king_square(Color colour) const;
+    Bitboard checkers() const;  // the opponent's pieces giving check
     bool in_check() const;
     bool has_legal_en_passant() const;
     // Legal moves, in exactly the order python-chess's Board.generate_legal_moves yields them.
     int legal_moves(Move* out) const;
+    // Their number, without listing them (perft's bulk counting).
+    int count_legal() const;
     // Play a legal move (python-chess's push: clocks, rights, en-passant square, key).
     void play(Move move);
+    Position after(Move move) const {
+        Position next = *this;
+        next.play(move);
+        return next;
+    }
+    // The key from scratch (play() keeps ``key`` up to date incrementally).
+    uint64_t compute_key() const;
     // python-chess's Board.is_insufficient_material (both sides).
     bool insufficient_material() const;
 
@@ -112,11 +144,15 @@ class History {
 public:
     explicit History(const Position& root);
     void push(Move move);  // a legal move of the current position
-    void pop();
+    bool pop();            // false (and nothing changes) at the root
     const Position& current() const { return positions_.back(); }
+    const Position& at(int ply) const { return positions_[ply]; }  // 0 = the root
     int size() const { return int(positions_.size()); }
-    int repetitions() const { return reps_.back(); }  // earlier occurrences of the current one
-    int count(uint64_t key) const;                     // occurrences of ``key`` so far
+    // Earlier occurrences of the current position, at most 2: GameHistory.repetitions (the
+    // count its frame carries). count() is exact.
+    int repetitions() const { return reps_.back(); }
+    int repetitions_at(int ply) const { return reps_[ply]; }
+    int count(uint64_t key) const;  // occurrences of ``key`` so far
     // The last ``n`` frames, newest first, zero frames past the start: n * FRAME_WORDS words.
     void frames(uint64_t* out, int n) const;
 

@@ -1,0 +1,85 @@
+// native_tests: runs the registered C++ tests and fuzz passes (registry.h).
+//
+//   native_tests [--corpus FILE] [--seed N] [--scale K] [--list] [TEST ...]
+//
+// Prints one line per test and exits with 1 if any check failed (2 on bad arguments).
+// tests/test_native_sanitizers.py builds it with AddressSanitizer and UBSan and runs it on a
+// corpus of positions python-chess generated.
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include "registry.h"
+
+namespace fz::test {
+
+std::vector<Test>& registry() {
+    static std::vector<Test> tests;
+    return tests;
+}
+
+void report(Context& ctx, const char* file, int line, const std::string& what) {
+    if (++ctx.failures <= 5) std::fprintf(stderr, "  FAILED %s:%d: %s\n", file, line, what.c_str());
+}
+
+}  // namespace fz::test
+
+int main(int argc, char** argv) {
+    using namespace fz::test;
+    Context base;
+    std::set<std::string> wanted;
+    bool list = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (arg == "--corpus" && has_value) {
+            std::ifstream in(argv[++i]);
+            if (!in) {
+                std::fprintf(stderr, "cannot read %s\n", argv[i]);
+                return 2;
+            }
+            for (std::string line; std::getline(in, line);)
+                if (!line.empty()) base.corpus.push_back(line);
+        } else if (arg == "--seed" && has_value) {
+            base.seed = std::stoull(argv[++i]);
+        } else if (arg == "--scale" && has_value) {
+            base.scale = std::max(1, std::stoi(argv[++i]));
+        } else if (arg == "--list") {
+            list = true;
+        } else if (!arg.empty() && arg[0] != '-') {
+            wanted.insert(arg);
+        } else {
+            std::fprintf(stderr, "usage: %s [--corpus FILE] [--seed N] [--scale K] [--list] [TEST ...]\n",
+                         argv[0]);
+            return 2;
+        }
+    }
+    std::set<std::string> known;
+    for (const Test& test : registry()) known.insert(test.name);
+    for (const std::string& name : wanted)
+        if (!known.count(name)) {
+            std::fprintf(stderr, "no test named %s (see --list)\n", name.c_str());
+            return 2;
+        }
+    int failed = 0, ran = 0;
+    for (const Test& test : registry()) {
+        if (list) {
+            std::printf("%s\n", test.name.c_str());
+            continue;
+        }
+        if (!wanted.empty() && !wanted.count(test.name)) continue;
+        Context ctx = base;
+        const auto start = std::chrono::steady_clock::now();
+        test.run(ctx);
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        ++ran;
+        if (ctx.failures) ++failed;
+        std::printf("%-28s %s (%.2f s, %d failed checks)\n", test.name.c_str(),
+                    ctx.failures ? "FAILED" : "ok", seconds, ctx.failures);
+        std::fflush(stdout);
+    }
+    if (!list) std::printf("%d tests, %d failed\n", ran, failed);
+    return failed ? 1 : 0;
+}
