@@ -25,8 +25,50 @@ void report(Context& ctx, const char* file, int line, const std::string& what) {
 
 }  // namespace fz::test
 
+namespace {
+
+// What this build checks at run time: tests/test_native_sanitizers.py insists on both.
+void print_build() {
+#if defined(__SANITIZE_ADDRESS__)
+    const bool address = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    const bool address = true;
+#else
+    const bool address = false;
+#endif
+#else
+    const bool address = false;
+#endif
+#if defined(FZ_SANITIZE)
+    const bool undefined = true;
+#else
+    const bool undefined = false;
+#endif
+    std::printf("sanitizers: address %s, undefined %s\n", address ? "on" : "off",
+                undefined ? "on" : "off");
+}
+
+// --probe address|undefined: a fault the sanitizer must report (the Python test checks that
+// it does): a read past the end of a heap block, or a signed overflow.
+int probe(const std::string& kind, int argc) {
+    if (kind == "address") {
+        volatile int past = argc + 5;  // 8 with the two arguments
+        int* block = new int[8]();
+        const int read = block[past];
+        delete[] block;
+        return read;
+    }
+    volatile int big = 2147483647;
+    return big + argc;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace fz::test;
+    if (argc == 3 && std::string(argv[1]) == "--probe") return probe(argv[2], argc) == 0 ? 0 : 3;
+    print_build();
     Context base;
     std::set<std::string> wanted;
     bool list = false;
