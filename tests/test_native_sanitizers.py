@@ -81,9 +81,9 @@ def test_native_tests_and_fuzz_passes_run_clean_under_sanitizers(driver: Path, t
     assert _corpus(corpus) > 500
     done = _run([str(driver), "--corpus", str(corpus), "--seed", "45"])
     output = done.stdout + done.stderr
-    assert "sanitizers: address on, undefined on" in done.stdout
     assert not any(report in output for report in REPORTS), output[-6000:]
     assert done.returncode == 0, output[-6000:]
+    assert "sanitizers: address on, undefined on" in done.stdout
     assert "corpus_positions" in done.stdout and "fuzz_garbage_fens" in done.stdout
     assert " 0 failed" in done.stdout.splitlines()[-1]
 

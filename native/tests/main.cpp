@@ -47,6 +47,7 @@ void print_build() {
 #endif
     std::printf("sanitizers: address %s, undefined %s\n", address ? "on" : "off",
                 undefined ? "on" : "off");
+    std::fflush(stdout);
 }
 
 // --probe address|undefined: a fault the sanitizer must report (the Python test checks that
