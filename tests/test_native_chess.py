@@ -251,3 +251,24 @@ def test_checker_catches_a_difference():
     moved = native_position(board).after(move_to_raw(chess.Move.from_uci("e2e4")))
     with pytest.raises(Mismatch, match="FEN differ"):
         checker.position(board, native=moved)
+
+
+def test_bench_movegen_reports_both_sides_and_verifies(capsys):
+    import json
+
+    from frugalzero.cli import main
+
+    args = ["bench", "movegen", "--positions", "30", "--rounds", "1", "--seconds", "0.05"]
+    assert main([*args, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["positions"] == 30 and result["moves_per_position"] > 1
+    for field in ("native_positions_per_s", "python_chess_positions_per_s", "perft_nodes_per_s"):
+        assert result[field] > 0
+    assert result["perft_nodes"] == 4865609 + 4085603 + 422333
+
+    games = sorted(ROOT.glob("benchmarks/results/**/*.pgn"))[0]
+    assert main(["bench", "movegen", "--verify", "400", "--pgn", str(games), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["positions_checked"] >= 400 and result["mismatches"] == 0
+    assert sum(result["by_source"].values()) == result["positions_checked"]
+    assert all(result["by_source"].values())

@@ -217,6 +217,8 @@ void bind_chess(nb::module_& m) {
                         "The positions of one game with repetition counts "
                         "(chess.history.GameHistory)")
         .def(nb::init<const Position&>(), "root"_a)
+        .def("copy", [](const History& h) { return h; })
+        .def("__copy__", [](const History& h) { return h; })
         .def("push", [](History& h, int64_t raw) { h.push(legal_move(h.current(), raw)); },
              "move"_a)
         .def("pop",
