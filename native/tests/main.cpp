@@ -5,7 +5,9 @@
 // Prints one line per test and exits with 1 if any check failed (2 on bad arguments).
 // tests/test_native_sanitizers.py builds it with AddressSanitizer and UBSan and runs it on a
 // corpus of positions python-chess generated.
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -84,10 +86,15 @@ int main(int argc, char** argv) {
             }
             for (std::string line; std::getline(in, line);)
                 if (!line.empty()) base.corpus.push_back(line);
-        } else if (arg == "--seed" && has_value) {
-            base.seed = std::stoull(argv[++i]);
-        } else if (arg == "--scale" && has_value) {
-            base.scale = std::max(1, std::stoi(argv[++i]));
+        } else if ((arg == "--seed" || arg == "--scale") && has_value) {
+            char* end = nullptr;
+            const unsigned long long value = std::strtoull(argv[++i], &end, 10);
+            if (!end || *end) {
+                std::fprintf(stderr, "%s needs a number, not %s\n", arg.c_str(), argv[i]);
+                return 2;
+            }
+            if (arg == "--seed") base.seed = value;
+            else base.scale = int(std::clamp<unsigned long long>(value, 1, 1000));
         } else if (arg == "--list") {
             list = true;
         } else if (!arg.empty() && arg[0] != '-') {
