@@ -138,11 +138,13 @@ bool Position::from_fen(const std::string& fen, Position& out, std::string* erro
 
     Bitboard castling = 0;
     if (parts.size() > 2 && parts[2] != "-") {
+        static const char order[] = "KQkq";
+        static const int rooks[] = {H1, A1, H8, A8};
+        size_t next = 0;  // the letters in this order, each at most once
         for (char c : parts[2]) {
-            Bitboard right = c == 'K' ? bb(H1) : c == 'Q' ? bb(A1) : c == 'k' ? bb(H8)
-                           : c == 'q' ? bb(A8) : 0;
-            if (!right || (castling & right)) return fail(error, "bad castling field");
-            castling |= right;
+            while (next < 4 && order[next] != c) ++next;
+            if (next == 4) return fail(error, "bad castling field");
+            castling |= bb(rooks[next++]);
         }
     }
 

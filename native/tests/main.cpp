@@ -5,7 +5,9 @@
 // Prints one line per test and exits with 1 if any check failed (2 on bad arguments).
 // tests/test_native_sanitizers.py builds it with AddressSanitizer and UBSan and runs it on a
 // corpus of positions python-chess generated.
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -25,8 +27,51 @@ void report(Context& ctx, const char* file, int line, const std::string& what) {
 
 }  // namespace fz::test
 
+namespace {
+
+// What this build checks at run time: tests/test_native_sanitizers.py insists on both.
+void print_build() {
+#if defined(__SANITIZE_ADDRESS__)
+    const bool address = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    const bool address = true;
+#else
+    const bool address = false;
+#endif
+#else
+    const bool address = false;
+#endif
+#if defined(FZ_SANITIZE)
+    const bool undefined = true;
+#else
+    const bool undefined = false;
+#endif
+    std::printf("sanitizers: address %s, undefined %s\n", address ? "on" : "off",
+                undefined ? "on" : "off");
+    std::fflush(stdout);
+}
+
+// --probe address|undefined: a fault the sanitizer must report (the Python test checks that
+// it does): a read past the end of a heap block, or a signed overflow.
+int probe(const std::string& kind, int argc) {
+    if (kind == "address") {
+        volatile int past = argc + 5;  // 8 with the two arguments
+        int* block = new int[8]();
+        const int read = block[past];
+        delete[] block;
+        return read;
+    }
+    volatile int big = 2147483647;
+    return big + argc;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace fz::test;
+    if (argc == 3 && std::string(argv[1]) == "--probe") return probe(argv[2], argc) == 0 ? 0 : 3;
+    print_build();
     Context base;
     std::set<std::string> wanted;
     bool list = false;
@@ -41,10 +86,15 @@ int main(int argc, char** argv) {
             }
             for (std::string line; std::getline(in, line);)
                 if (!line.empty()) base.corpus.push_back(line);
-        } else if (arg == "--seed" && has_value) {
-            base.seed = std::stoull(argv[++i]);
-        } else if (arg == "--scale" && has_value) {
-            base.scale = std::max(1, std::stoi(argv[++i]));
+        } else if ((arg == "--seed" || arg == "--scale") && has_value) {
+            char* end = nullptr;
+            const unsigned long long value = std::strtoull(argv[++i], &end, 10);
+            if (!end || *end) {
+                std::fprintf(stderr, "%s needs a number, not %s\n", arg.c_str(), argv[i]);
+                return 2;
+            }
+            if (arg == "--seed") base.seed = value;
+            else base.scale = int(std::clamp<unsigned long long>(value, 1, 1000));
         } else if (arg == "--list") {
             list = true;
         } else if (!arg.empty() && arg[0] != '-') {
