@@ -247,3 +247,19 @@ def test_native_tree_is_the_default_and_rejects_illegal_moves() -> None:
         tree.advance(chess.Move.from_uci("e2e5"))
     with pytest.raises(Exception, match="core"):
         SearchConfig(core="cuda")
+
+
+def test_positions_the_native_core_refuses_are_searched_on_the_reference() -> None:
+    """python-chess accepts two white kings but calls the board invalid: the native core never
+    sees it, the reference searches it, and a tree that meets it follows on the reference."""
+    from frugalzero.search import SearchTree, tree_for
+
+    odd = chess.Board("4k3/8/8/8/8/8/8/K3K3 w - - 0 1")
+    assert not odd.is_valid()
+    tree = new_tree(odd, QUIET)
+    assert isinstance(tree, SearchTree) and search(tree, UniformEvaluator(), 30).best_move
+    native = new_tree(chess.Board(), QUIET)
+    search(native, UniformEvaluator(), 30)
+    assert isinstance(tree_for(native, odd, QUIET), SearchTree)
+    dirty = chess.Board("4k3/8/8/8/8/8/8/4K3 w KQkq - 0 1")  # rights without rooks: cleaned
+    assert isinstance(new_tree(dirty, QUIET), NativeTree)

@@ -17,21 +17,28 @@ from frugalzero import _native
 from frugalzero.chess.history import GameHistory
 
 
-def native_position(board: chess.Board) -> _native.Position:
-    """The native position of ``board`` (its fields only; the move stack is not carried).
-
-    Raises ValueError, with the reason on one line, for a board python-chess does not consider
-    valid, a chess960 or variant board, or clocks beyond the core's range.
-    """
+def refusal(board: chess.Board) -> str | None:
+    """Why the native core will not take ``board``, on one line (None: it will): a board
+    python-chess does not consider valid, a chess960 or variant board, or clocks beyond the
+    core's range. Such a position is searched by the Python reference instead."""
     if board.chess960 or board.uci_variant != "chess":
-        raise ValueError(f"the native core plays standard chess only, not {board.uci_variant}")
+        return f"the native core plays standard chess only, not {board.uci_variant}"
     status = board.status()
     if status != chess.STATUS_VALID:
         problems = ", ".join(flag.name.lower() for flag in chess.Status if flag and flag & status)
-        raise ValueError(f"invalid position ({problems}): {board.fen()}")
+        return f"invalid position ({problems}): {board.fen()}"
     limit = _native.MAX_CLOCK
     if not (0 <= board.halfmove_clock <= limit and 1 <= board.fullmove_number <= limit):
-        raise ValueError(f"move counters outside 0..{limit} (full moves from 1): {board.fen()}")
+        return f"move counters outside 0..{limit} (full moves from 1): {board.fen()}"
+    return None
+
+
+def native_position(board: chess.Board) -> _native.Position:
+    """The native position of ``board`` (its fields only; the move stack is not carried);
+    ValueError with ``refusal``'s reason for a board the core does not take."""
+    reason = refusal(board)
+    if reason is not None:
+        raise ValueError(reason)
     black, white = board.occupied_co
     return _native.Position(
         board.pawns,
@@ -67,11 +74,20 @@ def raw_to_moves(raws: Iterable[int]) -> list[chess.Move]:
     return [raw_to_move(raw) for raw in raws]
 
 
-def native_history(source: chess.Board | GameHistory) -> _native.History:
-    """A native History of a game: the board's root with its whole move stack played (for a
-    GameHistory, the positions it was fed), so repetition counts and frames agree."""
+def game_root(source: chess.Board | GameHistory) -> chess.Board:
+    """Where a game started, its castling rights cleaned as GameHistory cleans them (a FEN may
+    grant rights its rooks cannot use)."""
     board = source.board if isinstance(source, GameHistory) else source
-    history = _native.History(native_position(board.root()))
+    root = board.root()
+    root.castling_rights = root.clean_castling_rights()
+    return root
+
+
+def native_history(source: chess.Board | GameHistory) -> _native.History:
+    """A native History of a game: its root (``game_root``) with its whole move stack played
+    (for a GameHistory, the positions it was fed), so repetition counts and frames agree."""
+    board = source.board if isinstance(source, GameHistory) else source
+    history = _native.History(native_position(game_root(board)))
     for move in board.move_stack:
         history.push(move_to_raw(move))
     return history

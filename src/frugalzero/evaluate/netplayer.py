@@ -35,7 +35,7 @@ from frugalzero.config import from_dict, parse_override
 from frugalzero.errors import UserError
 from frugalzero.evaluate.engines import Played, Player
 from frugalzero.evaluate.specs import EngineSpec, net_file
-from frugalzero.search import Driver, SearchConfig, Tree, new_tree
+from frugalzero.search import Driver, SearchConfig, Tree, tree_for
 from frugalzero.search.config import PLAY_SETTINGS
 from frugalzero.values import score_cp, search_score, value_to_cp
 
@@ -97,10 +97,7 @@ class SeatTree:
 
     def tree_for(self, board: chess.Board) -> Tree:
         """This game's tree at ``board``, following the moves played since the last search."""
-        if self.tree is None:
-            self.tree = new_tree(board, self.config)
-        else:
-            self.tree.follow(board)
+        self.tree = tree_for(self.tree, board, self.config)
         return self.tree
 
 

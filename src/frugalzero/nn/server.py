@@ -27,7 +27,8 @@ from frugalzero.nn.runner import Batch, EvaluatorConfig, NetRunner, Output
 from frugalzero.runtime.device import set_threads
 from frugalzero.runtime.weights import arrays_to_state_dict, weights_to_arrays
 
-WIDTH = 256  # most legal moves a chess position can have is 218
+WIDTH = 512  # legal moves a row can carry: 218 in a real game, up to 415 in a position
+# python-chess accepts (15 queens a side; frugalzero._native.MAX_MOVES)
 MERGE = 4096  # most positions run in one forward pass when several batches wait
 
 

@@ -36,7 +36,15 @@ Values are always for the side to move at the node they belong to, in [-1, 1].
 """
 
 from frugalzero.search.config import SearchConfig
-from frugalzero.search.driver import Driver, SearchTask, Tree, new_tree, search, search_many
+from frugalzero.search.driver import (
+    Driver,
+    SearchTask,
+    Tree,
+    new_tree,
+    search,
+    search_many,
+    tree_for,
+)
 from frugalzero.search.native import NativeTree
 from frugalzero.search.tree import Node, SearchTree
 from frugalzero.search.types import Evaluates, Evaluation, RootLine, SearchResult, SearchTarget
@@ -61,4 +69,5 @@ __all__ = [
     "new_tree",
     "search",
     "search_many",
+    "tree_for",
 ]

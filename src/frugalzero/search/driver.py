@@ -20,6 +20,8 @@ from typing import Protocol
 import chess
 
 from frugalzero import _native
+from frugalzero.chess.history import GameHistory
+from frugalzero.chess.native import game_root, refusal
 from frugalzero.runtime.collector import PausedGC
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.native import NativeTree, rows_for
@@ -36,10 +38,27 @@ def new_tree(
     seed: int | None = None,
 ) -> Tree:
     """A search tree on the core ``config.core`` names: native (the default) or the Python
-    reference."""
+    reference, which also takes the positions the native core refuses (python-chess accepts
+    them but calls them invalid: two kings a side, a king in check on the wrong move, ...)."""
     config = config or SearchConfig()
-    kind = NativeTree if config.core == "native" else SearchTree
-    return kind(history, config, rng=rng, seed=seed)
+    if config.core == "native":
+        board = history.board if isinstance(history, GameHistory) else history
+        if board is None or refusal(game_root(board)) is None:
+            return NativeTree(history, config, rng=rng, seed=seed)
+    return SearchTree(history, config, rng=rng, seed=seed)
+
+
+def tree_for(tree: Tree | None, game, config: SearchConfig, rng=None) -> Tree:
+    """``tree`` brought to ``game`` (the subtree of the position reached kept when ``game``
+    continues the tree's, ``follow``), or a new tree when there is none, or when its core
+    cannot take the game's position."""
+    if tree is not None:
+        try:
+            tree.follow(game)
+            return tree
+        except ValueError:  # a position the native core refuses
+            pass
+    return new_tree(game, config, rng=rng)
 
 
 class SearchTask(Protocol):
@@ -158,11 +177,13 @@ class Driver:
     def run(self, tasks: Sequence[SearchTask], stop: Callable[[], bool] | None = None) -> None:
         """Until every task retires (or ``stop()`` turns True: then the batches in flight are
         applied and the trees keep their unfinished searches, to be resumed by another run)."""
-        native = [isinstance(task.tree, NativeTree) for task in tasks]
-        if any(native) and not all(native):
-            raise ValueError("a driver runs trees of one search core at a time")
+        native = [t for t in tasks if isinstance(t.tree, NativeTree)]
+        python = [t for t in tasks if not isinstance(t.tree, NativeTree)]
         with PausedGC() as paused:
-            (self._run_native if any(native) else self._run)(tasks, stop, paused)
+            if native:
+                self._run_native(native, stop, paused)
+            if python:  # positions the native core refuses: searched after, on the reference
+                self._run(python, stop, paused)
 
     def _run_native(self, tasks, stop, paused: PausedGC) -> None:
         """``_run`` for native trees: per group, one call finds the finished searches, one

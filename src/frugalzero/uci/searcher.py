@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from frugalzero.search import RootLine, SearchConfig, SearchResult, Tree, new_tree, search
+from frugalzero.search import RootLine, SearchConfig, SearchResult, Tree, search, tree_for
 from frugalzero.uci.protocol import BestMove, Option, SearchRequest
 from frugalzero.uci.timeman import MoveTimer
 from frugalzero.values import search_score, uci_score, wdl_permille
@@ -230,16 +230,17 @@ class NetSearcher:
     def _tree_for(self, request: SearchRequest) -> Tree:
         """The last tree, following the requested game (tree reuse when it continues the
         last one); a new tree after ``ucinewgame`` or a new batch size."""
-        if self.tree is None:
-            config = dataclasses.replace(  # the play profile, with the options' batch size
-                PLAY,
+        config = (
+            self.tree.config
+            if self.tree is not None
+            else dataclasses.replace(
+                PLAY,  # the play profile, with the options' batch size
                 leaves_per_gather=self.batch,
                 collisions=self.batch,
                 policy_temperature=self.policy_temperature,
             )
-            self.tree = new_tree(request.history, config, rng=self.rng)
-        else:
-            self.tree.follow(request.history)
+        )
+        self.tree = tree_for(self.tree, request.history, config, self.rng)
         return self.tree
 
     def _pick(self, tree: Tree, result: SearchResult, request: SearchRequest) -> BestMove:
