@@ -114,8 +114,10 @@ double Tree::node_q(int id) const {
 void Tree::start(double simulations, const std::vector<uint16_t>& only,
                  const std::vector<double>& noise) {
     if (in_flight_) throw std::runtime_error("start() while leaves are still being evaluated");
+    if (std::isnan(simulations)) throw std::invalid_argument("simulations is NaN");
     only_ = only;
-    target_ = (simulations <= 0 || !std::isfinite(simulations)) ? INF : std::floor(simulations);
+    // the reference's rule: 0 or infinite = until stopped, anything else a whole budget
+    target_ = (simulations == 0 || std::isinf(simulations)) ? INF : std::floor(simulations);
     started_ = 0;
     max_depth_ = 0;
     generation_ += 1;

@@ -94,7 +94,7 @@ public:
     Tree(const History& history, const SearchParams& params, uint64_t draw_seed);
 
     // -- a search ------------------------------------------------------------------------------
-    // ``simulations`` <= 0 or infinite: until stopped. ``only``: the root moves this search may
+    // ``simulations`` 0 or infinite: until stopped. ``only``: the root moves this search may
     // visit (empty: all). ``noise``: Dirichlet draws over the root's moves (root_noise, not
     // Gumbel) or Gumbel draws (gumbel with gumbel_noise); empty: none.
     void start(double simulations, const std::vector<uint16_t>& only,

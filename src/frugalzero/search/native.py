@@ -174,7 +174,7 @@ class NativeTree:
             raise RuntimeError("start() while leaves are still being evaluated")
         if simulations is None:
             simulations = cfg.simulations
-        target = 0.0 if simulations in (0, math.inf) else float(int(simulations))
+        target = 0.0 if simulations in (0, math.inf) else float(int(simulations))  # as the reference
         noise = self._noise
         if noise is None or core.prepared:  # a start() with no search since keeps its draws
             noise = np.zeros(0)
