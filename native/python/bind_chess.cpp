@@ -18,6 +18,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "chess/position.h"
+#include "python/arrays.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -27,34 +28,13 @@ using fz::Position;
 
 namespace {
 
-template <class T>
-using Array = nb::ndarray<nb::numpy, T, nb::ndim<1>>;
-
-// A NumPy array owning a copy of ``values``.
-template <class T>
-Array<T> to_array(const T* values, size_t n) {
-    T* copy = new T[n ? n : 1];
-    if (n) std::memcpy(copy, values, n * sizeof(T));
-    nb::capsule owner(copy, [](void* p) noexcept { delete[] static_cast<T*>(p); });
-    return Array<T>(copy, {n}, owner);
-}
+using fz::py::Array;
+using fz::py::ending_name;
+using fz::py::to_numpy;
 
 Array<uint16_t> moves_array(const Move* moves, int n) {
     static_assert(sizeof(Move) == sizeof(uint16_t));
-    return to_array(reinterpret_cast<const uint16_t*>(moves), size_t(n));
-}
-
-// chess/rules.py's names of the endings
-std::optional<std::string> ending_name(fz::Ending ending) {
-    switch (ending) {
-        case fz::Ending::CHECKMATE: return "checkmate";
-        case fz::Ending::STALEMATE: return "stalemate";
-        case fz::Ending::REPETITION: return "repetition";
-        case fz::Ending::FIFTY_MOVES: return "fifty-move rule";
-        case fz::Ending::MATERIAL: return "insufficient material";
-        case fz::Ending::NONE: break;
-    }
-    return std::nullopt;
+    return to_numpy(reinterpret_cast<const uint16_t*>(moves), size_t(n));
 }
 
 // ``raw`` as a legal move of ``p``, or a ValueError.
@@ -168,7 +148,7 @@ void bind_chess(nb::module_& m) {
                  int64_t indices[fz::MAX_MOVES];
                  const int n = p.legal_moves(moves);
                  for (int i = 0; i < n; ++i) indices[i] = fz::policy_index(moves[i], p.turn);
-                 return to_array(indices, size_t(n));
+                 return to_numpy(indices, size_t(n));
              },
              "the legal moves' policy indices (int64), in the same order")
         .def("frame", &frame_bytes, "repetitions"_a = 0,

@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 
+#include "python/arrays.h"
 #include "search/batch.h"
 #include "search/tree.h"
 
@@ -20,33 +21,9 @@ using namespace nb::literals;
 
 namespace {
 
-template <typename T>
-using Array = nb::ndarray<nb::numpy, T>;
-
-// A NumPy array that owns a copy of ``values``, shaped ``shape``.
-template <typename T>
-Array<T> to_numpy(std::vector<T> values, std::initializer_list<size_t> shape) {
-    auto* heap = new std::vector<T>(std::move(values));
-    nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-    return Array<T>(heap->data(), shape, owner);
-}
-
-template <typename T>
-Array<T> to_numpy(std::vector<T> values) {
-    size_t n = values.size();
-    return to_numpy(std::move(values), {n});
-}
-
-const char* ending_name(fz::Ending ending) {
-    switch (ending) {
-        case fz::Ending::CHECKMATE: return "checkmate";
-        case fz::Ending::STALEMATE: return "stalemate";
-        case fz::Ending::REPETITION: return "repetition";
-        case fz::Ending::FIFTY_MOVES: return "fifty-move rule";
-        case fz::Ending::MATERIAL: return "insufficient material";
-        default: return nullptr;
-    }
-}
+using fz::py::Array;
+using fz::py::ending_name;
+using fz::py::to_numpy;
 
 nb::dict result_dict(const fz::ResultData& r) {
     nb::dict d;
@@ -187,8 +164,7 @@ void bind_search(nb::module_& m) {
         .def("advance", [](fz::Tree& t, uint16_t move) { t.advance(fz::Move(move)); }, "move"_a)
         .def("root_status", [](const fz::Tree& t, int draw_repetitions, bool fifty_move_draw) {
             fz::Status s = t.root_status(draw_repetitions, fifty_move_draw);
-            const char* name = ending_name(s.ending);
-            return nb::make_tuple(name ? nb::object(nb::str(name)) : nb::none(), s.value);
+            return nb::make_tuple(ending_name(s.ending), s.value);
         }, "draw_repetitions"_a = 3, "fifty_move_draw"_a = true)
         .def("result", [](const fz::Tree& t, int lines) { return result_dict(t.result(lines)); },
              "lines"_a = 1)

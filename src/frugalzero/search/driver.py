@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import chess
 
@@ -25,7 +25,7 @@ from frugalzero.chess.native import game_root, refusal
 from frugalzero.runtime.collector import PausedGC
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.native import NativeTree, rows_for
-from frugalzero.search.tree import Node, SearchTree
+from frugalzero.search.tree import SearchTree
 from frugalzero.search.types import Evaluates, SearchResult
 
 Tree = SearchTree | NativeTree
@@ -93,62 +93,27 @@ def search(
     flight (virtual loss keeps them apart). ``on_batch`` is called after each applied batch
     (progress output, time checks); ``moves`` restricts the root (``SearchTree.start``)."""
     tree.start(simulations, moves)
-    loop = _native_search_loop if isinstance(tree, NativeTree) else _search_loop
+    batches = _batches_for(tree, evaluator)
+    tasks: list[SearchTask] = [_OneSearch(tree)]
+    queue: deque[_Pending] = deque()
     with PausedGC() as paused:
-        loop(tree, evaluator, stop, in_flight, on_batch, paused)
+        while True:
+            paused.tick()
+            stopping = stop is not None and stop()
+            pending = None
+            if not stopping and tasks:
+                tasks, pending = batches.gather(tasks)
+                if pending is not None:
+                    queue.append(pending)
+            if not queue:
+                if stopping or not tasks:
+                    break
+                continue
+            if len(queue) >= in_flight or stopping or pending is None:
+                batches.apply(queue.popleft())
+                if on_batch is not None:
+                    on_batch(tree)
     return tree.result()
-
-
-def _native_search_loop(tree, evaluator, stop, in_flight, on_batch, paused: PausedGC) -> None:
-    """``_search_loop`` for a native tree: the same schedule, a LeafBatch per gather."""
-    rows = rows_for(evaluator)
-    cores = [tree.core]
-    queue: deque = deque()
-    free = [_native.LeafBatch() for _ in range(in_flight + 1)]  # reused: no allocation a batch
-    while True:
-        paused.tick()
-        stopping = stop is not None and stop()
-        gathered = 0
-        if not stopping:
-            batch = free.pop()
-            batch.clear()
-            gathered = _native.gather_trees(cores, batch, rows.cache)
-            if gathered:
-                queue.append((rows.submit(batch), batch))
-            else:
-                free.append(batch)
-        if not queue:
-            if stopping or tree.finished:
-                return
-            continue
-        if len(queue) >= in_flight or stopping or not gathered:
-            handle, batch = queue.popleft()
-            rows.apply(handle, cores, batch)
-            free.append(batch)
-            if on_batch is not None:
-                on_batch(tree)
-
-
-def _search_loop(tree, evaluator, stop, in_flight, on_batch, paused: PausedGC) -> None:
-    queue: deque = deque()
-    while True:
-        paused.tick()
-        stopping = stop is not None and stop()
-        leaves: list[Node] = []
-        if not stopping:
-            leaves = tree.gather()
-            if leaves:
-                queue.append((evaluator.submit([leaf.inp for leaf in leaves]), leaves))
-        if not queue:
-            if stopping or tree.finished:
-                return
-            continue
-        if len(queue) >= in_flight or stopping or not leaves:
-            handle, batch = queue.popleft()
-            for node, evaluation in zip(batch, handle.result()):
-                tree.apply(node, evaluation)
-            if on_batch is not None:
-                on_batch(tree)
 
 
 def search_many(
@@ -176,23 +141,20 @@ class Driver:
 
     def run(self, tasks: Sequence[SearchTask], stop: Callable[[], bool] | None = None) -> None:
         """Until every task retires (or ``stop()`` turns True: then the batches in flight are
-        applied and the trees keep their unfinished searches, to be resumed by another run)."""
+        applied and the trees keep their unfinished searches, to be resumed by another run).
+        Native trees run first; the positions the native core refuses, on the reference,
+        after them."""
         native = [t for t in tasks if isinstance(t.tree, NativeTree)]
         python = [t for t in tasks if not isinstance(t.tree, NativeTree)]
         with PausedGC() as paused:
-            if native:
-                self._run_native(native, stop, paused)
-            if python:  # positions the native core refuses: searched after, on the reference
-                self._run(python, stop, paused)
+            for part in (native, python):
+                if part:
+                    self._run(part, stop, paused, _batches_for(part[0].tree, self.evaluator))
 
-    def _run_native(self, tasks, stop, paused: PausedGC) -> None:
-        """``_run`` for native trees: per group, one call finds the finished searches, one
-        gathers every tree's leaves into a LeafBatch, one applies the batch's evaluations."""
+    def _run(self, tasks, stop, paused: PausedGC, batches: _Batches) -> None:
         count = min(self.groups, max(1, len(tasks)))
         groups = [list(tasks[g::count]) for g in range(count)]
-        pending: list[tuple[object, list, _native.LeafBatch] | None] = [None] * count
-        batches = [_native.LeafBatch() for _ in range(count)]  # one a group, reused
-        rows = rows_for(self.evaluator)
+        pending: list[_Pending | None] = [None] * count
         while True:
             paused.tick()
             stopping = stop is not None and stop()
@@ -200,71 +162,106 @@ class Driver:
                 slot = pending[g]
                 if slot is not None:
                     pending[g] = None
-                    rows.apply(*slot)
+                    batches.apply(slot)
                 if stopping:
                     continue
-                group = groups[g]
-                cores = [task.tree.core for task in group]
-                done = _native.finished_trees(cores)
-                while done:  # play the moves, start the next searches, retire finished games
-                    retired = set()
-                    for i in done:
-                        if group[i].on_search_done():
-                            cores[i] = group[i].tree.core
-                        else:
-                            retired.add(i)
-                    if retired:
-                        group = [t for i, t in enumerate(group) if i not in retired]
-                        cores = [c for i, c in enumerate(cores) if i not in retired]
-                    done = _native.finished_trees(cores)
-                groups[g] = group
-                batch = batches[g]
-                batch.clear()
-                if _native.gather_trees(cores, batch, rows.cache):
-                    pending[g] = (rows.submit(batch), cores, batch)
+                groups[g], slot = batches.gather(groups[g])
+                if slot is not None:
+                    pending[g] = slot
                     self.batches += 1
-                    self.leaves += batch.leaves
+                    self.leaves += slot.leaves
             if all(p is None for p in pending) and (stopping or not any(groups)):
                 return
 
-    def _run(self, tasks, stop, paused: PausedGC) -> None:
-        count = min(self.groups, max(1, len(tasks)))
-        groups = [list(tasks[g::count]) for g in range(count)]
-        pending: list[tuple[object, list[tuple[SearchTree, Node]]] | None] = [None] * count
-        evaluator = self.evaluator
-        while True:
-            paused.tick()
-            stopping = stop is not None and stop()
-            for g in range(count):
-                slot = pending[g]
-                if slot is not None:
-                    pending[g] = None
-                    handle, leaves = slot
-                    for (tree, node), evaluation in zip(leaves, handle.result()):  # type: ignore[attr-defined]
-                        tree.apply(node, evaluation)
-                if stopping:
-                    continue
-                inputs = []
-                leaves = []
-                alive = []
-                for task in groups[g]:
-                    tree = task.tree
-                    retired = False
-                    while tree.finished:
-                        if not task.on_search_done():
-                            retired = True
-                            break
-                        tree = task.tree
-                    if retired:
-                        continue
-                    alive.append(task)
-                    for node in tree.gather():
-                        inputs.append(node.inp)
-                        leaves.append((tree, node))
-                groups[g] = alive
-                if inputs:
-                    pending[g] = (evaluator.submit(inputs), leaves)
-                    self.batches += 1
-                    self.leaves += len(inputs)
-            if all(p is None for p in pending) and (stopping or not any(groups)):
-                return
+
+# -- batches: how each core's trees are walked, evaluated and backed up ----------------------------
+
+
+class _Pending(NamedTuple):
+    """A batch submitted to the evaluator, and what its evaluations go back to."""
+
+    handle: object
+    targets: object
+    leaves: int
+
+
+class _Batches(Protocol):
+    def gather(self, tasks: list[SearchTask]) -> tuple[list[SearchTask], _Pending | None]:
+        """Play the tasks whose search is done (``on_search_done``; False retires a task),
+        walk every tree to its new leaves and submit them as one batch: (the tasks still
+        alive, the batch in flight or None when there was no leaf)."""
+
+    def apply(self, pending: _Pending) -> None:
+        """Back a batch's evaluations up its trees."""
+
+
+def _batches_for(tree: Tree, evaluator: Evaluates) -> _Batches:
+    if isinstance(tree, NativeTree):
+        return _NativeBatches(evaluator)
+    return _ReferenceBatches(evaluator)
+
+
+class _ReferenceBatches:
+    """The reference's trees: leaf nodes one by one, with their ``NetInput``s."""
+
+    def __init__(self, evaluator: Evaluates) -> None:
+        self.evaluator = evaluator
+
+    def gather(self, tasks: list[SearchTask]) -> tuple[list[SearchTask], _Pending | None]:
+        inputs, leaves, alive = [], [], []
+        for task in tasks:
+            tree = task.tree
+            retired = False
+            while tree.finished:
+                if not task.on_search_done():
+                    retired = True
+                    break
+                tree = task.tree
+            if retired:
+                continue
+            alive.append(task)
+            for node in tree.gather():
+                inputs.append(node.inp)
+                leaves.append((tree, node))
+        if not inputs:
+            return alive, None
+        return alive, _Pending(self.evaluator.submit(inputs), leaves, len(inputs))
+
+    def apply(self, pending: _Pending) -> None:
+        for (tree, node), evaluation in zip(pending.targets, pending.handle.result()):  # type: ignore[attr-defined]
+            tree.apply(node, evaluation)
+
+
+class _NativeBatches:
+    """Native trees: one call finds the finished searches, one gathers every tree's leaves
+    into a LeafBatch (reused: no allocation a batch), one applies the batch's evaluations."""
+
+    def __init__(self, evaluator: Evaluates) -> None:
+        self.rows = rows_for(evaluator)
+        self._free: list[_native.LeafBatch] = []
+
+    def gather(self, tasks: list[SearchTask]) -> tuple[list[SearchTask], _Pending | None]:
+        cores = [task.tree.core for task in tasks]
+        done = _native.finished_trees(cores)
+        while done:  # play the moves, start the next searches, retire finished games
+            retired = set()
+            for i in done:
+                if tasks[i].on_search_done():
+                    cores[i] = tasks[i].tree.core
+                else:
+                    retired.add(i)
+            if retired:
+                tasks = [t for i, t in enumerate(tasks) if i not in retired]
+                cores = [c for i, c in enumerate(cores) if i not in retired]
+            done = _native.finished_trees(cores)
+        batch = self._free.pop() if self._free else _native.LeafBatch()
+        batch.clear()
+        if not _native.gather_trees(cores, batch, self.rows.cache):
+            self._free.append(batch)
+            return tasks, None
+        return tasks, _Pending(self.rows.submit(batch), (cores, batch), batch.leaves)
+
+    def apply(self, pending: _Pending) -> None:
+        cores, batch = pending.targets  # type: ignore[misc]
+        self.rows.apply(pending.handle, cores, batch)
+        self._free.append(batch)

@@ -174,7 +174,9 @@ class NativeTree:
             raise RuntimeError("start() while leaves are still being evaluated")
         if simulations is None:
             simulations = cfg.simulations
-        target = 0.0 if simulations in (0, math.inf) else float(int(simulations))  # as the reference
+        target = (
+            0.0 if simulations in (0, math.inf) else float(int(simulations))
+        )  # as the reference
         noise = self._noise
         if noise is None or core.prepared:  # a start() with no search since keeps its draws
             noise = np.zeros(0)
@@ -329,12 +331,6 @@ class NodeView:
     def frozen_base(self) -> np.ndarray | None:
         cumulative = self._core.frozen(self._id)
         return None if len(cumulative) == 0 else np.diff(cumulative, prepend=0.0)
-
-    @property
-    def q(self) -> float:
-        if self.proven:
-            return float(self.proven)
-        return self.w / self.n if self.n else self.value
 
 
 # -- evaluating a batch ---------------------------------------------------------------------------
