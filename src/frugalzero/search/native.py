@@ -27,6 +27,7 @@ from frugalzero.chess.rules import MATE
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.draws import contempt_seed
 from frugalzero.search.puct import choose_by_visits
+from frugalzero.search.tree import follow_game
 from frugalzero.search.types import Evaluates, RootLine, SearchResult, SearchTarget
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
@@ -147,19 +148,7 @@ class NativeTree:
     def follow(self, game: GameHistory | chess.Board) -> bool:
         """Bring the root to ``game``'s position, keeping the subtree reached when ``game``
         continues this tree's (True); any other game starts the tree afresh (False)."""
-        if self.core.in_flight:
-            raise RuntimeError("follow() while leaves are still being evaluated")
-        board = game.board if isinstance(game, GameHistory) else game
-        known, played = self._moves, board.move_stack
-        if played[: len(known)] == known and board.root() == self._root_board:
-            try:
-                for move in played[len(known) :]:
-                    self.advance(move)
-                return True
-            except ValueError:  # a move the tree cannot play: start afresh
-                pass
-        self._begin(game)
-        return False
+        return follow_game(self, list(self._moves), self._root_board, game)
 
     def close(self) -> None:
         """Free the tree's nodes now."""

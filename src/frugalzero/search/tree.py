@@ -264,20 +264,8 @@ class SearchTree:
         start, this tree's moves first) is followed move by move with ``advance``, so the
         subtree of the position reached is kept: True. Any other game starts the tree afresh
         from ``game``: False."""
-        if self.in_flight:
-            raise RuntimeError("follow() while leaves are still being evaluated")
-        board = game.board if isinstance(game, GameHistory) else game
-        known, played = self.board.move_stack, board.move_stack
-        if played[: len(known)] == known and len(played) >= len(known):
-            if board.root() == self.board.root():
-                try:
-                    for move in played[len(known) :]:
-                        self.advance(move)
-                    return True
-                except ValueError:  # a move the tree cannot play: start afresh
-                    pass
-        self._begin(game)
-        return False
+        board = self.board
+        return follow_game(self, board.move_stack, board.root(), game)
 
     def close(self) -> None:
         """Free the tree's nodes now, even while something still holds the tree."""
@@ -681,6 +669,25 @@ class SearchTree:
         if self._gumbel is not None and self.started > 0:
             return self._gumbel.final(root, self.config)
         return _best_child(root)
+
+
+def follow_game(tree, known: list[chess.Move], root: chess.Board, game) -> bool:
+    """``follow`` for either core: ``tree`` played ``known`` from ``root``; ``game`` (a
+    GameHistory or a board with its move stack) is followed with ``tree.advance`` when it
+    continues them, else the tree starts afresh (``tree._begin``)."""
+    if tree.in_flight:
+        raise RuntimeError("follow() while leaves are still being evaluated")
+    board = game.board if isinstance(game, GameHistory) else game
+    played = board.move_stack
+    if played[: len(known)] == known and len(played) >= len(known) and board.root() == root:
+        try:
+            for move in played[len(known) :]:
+                tree.advance(move)
+            return True
+        except ValueError:  # a move the tree cannot play: start afresh
+            pass
+    tree._begin(game)
+    return False
 
 
 class _GumbelRoot:
