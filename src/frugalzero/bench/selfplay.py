@@ -8,7 +8,7 @@ size with two in flight. Per core:
 
 * ``sims_over_net``: simulations per second over the bare network's positions per second. 1.0
   means the search costs nothing beside the network (cache hits can take it above 1);
-* ``client_cpu_us_per_simulation``: the search process's CPU per simulation (tree, moves,
+* ``client_cpu_us_per_simulation``: the searching thread's CPU per simulation (tree, moves,
   inputs, everything but the network);
 * ``server_overhead_us_per_position``: the inference process's time per position outside the
   network's forward pass (planes, the logits' gather and softmax, shared memory);
@@ -101,14 +101,16 @@ class _Core:
         loop, evaluator = self.loop, self.evaluator
         before = evaluator.server_stats()
         leaves0, sims0, moves0 = loop.driver.leaves, _sims(loop), loop.progress()
-        start, cpu = time.perf_counter(), time.process_time()
+        # the searching thread's CPU alone: the bare net's PyTorch threads in this process spin
+        # on for a while after each of its measurements, and are no part of the search
+        start, cpu = time.perf_counter(), time.thread_time()
         if profiler is not None:
             profiler.enable()
         loop.run(stop=lambda: time.perf_counter() - start >= seconds)
         if profiler is not None:
             profiler.disable()
         wall = time.perf_counter() - start
-        cpu = time.process_time() - cpu
+        cpu = time.thread_time() - cpu
         sims = max(_sims(loop) - sims0, 1)
         after = evaluator.server_stats()
         servers = after.get("servers", 1)
