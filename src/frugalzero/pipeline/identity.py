@@ -16,7 +16,7 @@ from typing import Any
 
 from frugalzero.config import dump_toml, from_dict, to_dict
 from frugalzero.errors import UserError
-from frugalzero.layout import DATA, MATCHES, METRICS, NETS, STATE, TRAIN, RunLayout
+from frugalzero.layout import CONFIG, DATA, MATCHES, METRICS, NETS, STATE, TRAIN, RunLayout
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.state import RunState
 from frugalzero.runtime.files import atomic_write_text
@@ -52,7 +52,7 @@ def open_run(layout: RunLayout, config: RunConfig) -> RunState:
         found = [name for name in _RUN_FILES if (layout.root / name).exists()]
         if found:
             raise UserError(
-                f"{layout.root}: holds a run's {found[0]} but no {STATE} or config.toml, so "
+                f"{layout.root}: holds a run's {found[0]} but no {STATE} or {CONFIG}, so "
                 "what it did is unknown; start a new run in another --dir"
             )
         text = config_text(config)
@@ -84,7 +84,7 @@ def _check_same(layout: RunLayout, config: RunConfig, sha256: str) -> None:
     if changed is not None:
         key, old, new = changed
         raise UserError(
-            f"{key}: this run was made with {_toml(old)}, and a resume keeps its config.toml "
+            f"{key}: this run was made with {_toml(old)}, and a resume keeps its {CONFIG} "
             f"(so not {_toml(new)}); for a run with it: frugalzero run --config {path} "
             f"--set {key}={_toml(new)} --dir NEW_DIR"
         )

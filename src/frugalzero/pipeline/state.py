@@ -26,6 +26,7 @@ class IterationRecord:
     games: int = 0
     positions: int = 0
     generate_s: float = 0.0
+    """Seconds of each step, the sessions a kill cut short included (``pipeline.clock``)."""
     train_s: float = 0.0
     evaluate_s: float = 0.0
     accepted: bool = False
