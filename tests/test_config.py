@@ -244,13 +244,15 @@ def _bad_configs():
         (lambda: BudgetConfig(iterations=0), r"budget: set iterations, minutes or positions"),
         (lambda: NetSection(value_head="mse"), r"net\.value_head: 'mse' is not one of"),
         (lambda: GenerateSection(window=-1), r"generate: window must be >= 0"),
-        (lambda: EvaluationSection(nodes=-1), r"evaluation: nodes must be >= 0"),
+        (lambda: EvaluationSection(nodes=0), r"evaluation: nodes must be >= 1"),
+        (lambda: NetSection(arch="huge"), r"net: arch .huge. is not one of tiny"),
+        (lambda: EvaluationSection(anchor_elo=math.nan), r"anchor_elo: nan is not a finite"),
         (lambda: RunConfig(method="pgn"), r"run: method pgn needs generate\.pgn"),
         (lambda: RunConfig(method="mcts"), r"run\.method: 'mcts' is not one of"),
     ]
 
 
-@pytest.mark.parametrize("index", range(22))
+@pytest.mark.parametrize("index", range(24))
 def test_every_config_checks_itself_when_built(index):
     make, message = _bad_configs()[index]
     with pytest.raises(UserError, match=message) as error:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from frugalzero.cli import main
+from frugalzero.pipeline.loop import RunLoop
 from frugalzero.train.metrics import read_metrics
 
 # the smoke preset, smaller still (Stockfish games on the tiny net): seconds per step
@@ -96,7 +97,8 @@ def test_run_keeps_each_net_once_and_numbers_iterations_from_1(tmp_path, capsys)
 
 def _as_old_layout(run_dir: Path) -> None:
     """What the run loop and trainer wrote before: the trainer's nets numbered from 0 under
-    train/nets/, its last outputs left in train/, its metrics numbered from 0, no summary."""
+    train/nets/, its last outputs left in train/, its metrics numbered from 0, no summary, a
+    state.json without the config's hash and the metrics rows."""
     train = run_dir / "train"
     (train / "nets").mkdir()
     shutil.copyfile(run_dir / "nets/iter-0001.safetensors", train / "nets/iter-0000.safetensors")
@@ -108,27 +110,32 @@ def _as_old_layout(run_dir: Path) -> None:
         record["iteration"] -= 1
         lines.append(json.dumps(record))
     (train / "metrics.jsonl").write_text("".join(line + "\n" for line in lines))
-    (run_dir / "summary.json").unlink()
+    (run_dir / "summary.json").unlink(missing_ok=True)
+    state = json.loads((run_dir / "state.json").read_text())
+    del state["config_sha256"], state["metrics_lines"]
+    (run_dir / "state.json").write_text(json.dumps(state))
 
 
 @pytest.mark.slow
-def test_a_run_in_the_old_layout_resumes_and_summarises(tmp_path, capsys):
+def test_a_run_in_the_old_layout_resumes_and_summarises(tmp_path, capsys, monkeypatch):
     run_dir = tmp_path / "run"
-    first = _run(
-        capsys, "--preset", "smoke", "--dir", str(run_dir), *SMALL, "--set", "budget.iterations=1"
-    )
-    assert first["iterations"] == 1
-    _as_old_layout(run_dir)
-    assert _run(capsys, "--dir", str(run_dir)) == first  # a finished run summarises as before
-    state_file = run_dir / "state.json"
-    state = json.loads(state_file.read_text())
-    state["finished"] = False
-    state_file.write_text(json.dumps(state))
+    generate = RunLoop._generate
 
-    summary = _run(capsys, "--dir", str(run_dir), "--set", "budget.iterations=2")
+    def first_iteration_only(self):  # then stopped, as by Ctrl-C
+        if self.state.iteration >= 1:
+            raise KeyboardInterrupt
+        generate(self)
+
+    monkeypatch.setattr(RunLoop, "_generate", first_iteration_only)
+    assert main(["run", "--preset", "smoke", "--dir", str(run_dir), *SMALL]) == 130
+    monkeypatch.setattr(RunLoop, "_generate", generate)
+    _as_old_layout(run_dir)
+
+    summary = _run(capsys, "--dir", str(run_dir))
     assert summary["iterations"] == 2
     assert summary["final_net"] == str(run_dir / "nets" / "iter-0002.safetensors")
     assert (run_dir / "nets/avg-0002.safetensors").exists()
     assert not (run_dir / "train/net.safetensors").exists()  # moved into nets/, not copied
     assert not (run_dir / "train/nets/iter-0001.safetensors").exists()
     assert _iterations(run_dir, "run") == [1, 2]
+    assert _run(capsys, "--dir", str(run_dir)) == summary  # a finished run summarises again

@@ -137,14 +137,30 @@ def test_a_step_with_non_finite_gradients_is_skipped_whole(kind, fused):
 
 
 def test_skipped_steps_are_counted_in_the_saved_progress(tmp_path):
+    """A step whose gradient is not finite while its loss is (an overflow in the backward
+    pass) is skipped and counted; training goes on."""
     from frugalzero.train.data import TensorSet
     from test_train import synthetic
 
-    data = synthetic(64)
-    data.planes[:] = float("nan")  # every gradient NaN: every step skipped
     trainer = Trainer(config(swa_cycles=0, epochs=1.0), tiny(), tmp_path, tensorboard=False)
+    first = next(trainer.net.parameters())
+    first.register_hook(lambda grad: torch.full_like(grad, float("nan")))  # every step's
     before = [p.detach().clone() for p in trainer.net.parameters()]
-    trainer.train_main(TensorSet(data))
+    trainer.train_main(TensorSet(synthetic(64)))
     assert trainer.progress.skipped_steps == 2
     for p, q in zip(trainer.net.parameters(), before):
         assert torch.equal(p, q)
+
+
+def test_a_loss_that_is_not_finite_stops_training_and_saves_nothing(tmp_path):
+    from frugalzero.train import state
+    from frugalzero.train.data import TensorSet
+    from frugalzero.train.trainer import TrainingDiverged
+    from test_train import synthetic
+
+    data = synthetic(64)
+    data.planes[:] = float("nan")  # every loss NaN
+    trainer = Trainer(config(swa_cycles=0, epochs=1.0), tiny(), tmp_path, tensorboard=False)
+    with pytest.raises(TrainingDiverged, match="the loss stopped being finite by step 1"):
+        trainer.train_main(TensorSet(data))
+    assert not state.has_state(tmp_path)  # no checkpoint of the diverged weights

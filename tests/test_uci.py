@@ -283,3 +283,45 @@ def test_an_unreadable_network_stops_the_engine_with_the_reason(tmp_path):
     assert "readyok" not in lines and not any(line.startswith("bestmove") for line in lines)
     (error,) = [line for line in lines if line.startswith("info string error")]
     assert "could not be loaded" in error and "the engine stops" in error
+
+
+def test_bad_numbers_refused_every_go_answered_and_eof_answers_the_last():
+    """The real engine: Temperature -1, nan and inf are refused; ``go nodes 0`` and ``go mate
+    0`` end by themselves (``isready`` answers after each); after a refused FEN ``go`` gives
+    no move of the previous position; a ``go`` cut by the end of input is still answered."""
+    script = [
+        "uci",
+        "setoption name Temperature value -1",
+        "setoption name Temperature value nan",
+        "setoption name Temperature value inf",
+        "setoption name PolicyTemperature value inf",
+        "position startpos",
+        "go nodes 0",
+        "isready",
+        "go mate 0",
+        "isready",
+        "position startpos moves e2e4",
+        "position fen not-a-fen",
+        "go nodes 8",
+        "position startpos moves e2e4",
+        "go nodes 100000",
+    ]
+    proc = subprocess.run(
+        ENGINE,
+        input="\n".join(script) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=own_code_env(),
+    )
+    lines = proc.stdout.splitlines()
+    refused = [line for line in lines if line.startswith("info string setoption: ")]
+    assert [line.split()[3] for line in refused] == ["Temperature"] * 3 + ["PolicyTemperature"]
+    assert lines.count("readyok") == 2
+    bestmoves = [line.split()[1] for line in lines if line.startswith("bestmove")]
+    assert len(bestmoves) == 4
+    start, after_e4 = chess.Board(), chess.Board()
+    after_e4.push_uci("e2e4")
+    assert all(chess.Move.from_uci(m) in start.legal_moves for m in bestmoves[:2])
+    assert bestmoves[2] == "0000"  # no position: not a move of the e2e4 position
+    assert chess.Move.from_uci(bestmoves[3]) in after_e4.legal_moves  # answered at EOF

@@ -229,3 +229,63 @@ def test_chess960_is_refused_and_ponder_accepted(session):
     out.wait_for("readyok")
     assert "info string UCI_Chess960 is not supported" in out.getvalue().splitlines()
     assert engine.values["uci_chess960"] == "false" and engine.values["ponder"] == "true"
+
+
+def test_every_go_ends_by_itself(session):
+    """``go nodes 0`` searches one node and ``go mate`` is bounded; neither waits for stop
+    (both once never answered, blocking ``isready`` too)."""
+    from frugalzero.uci.protocol import MATE_NODES
+
+    inp, out, searcher = session.inp, session.out, session.searcher
+    inp.lines.put("position startpos")
+    for go in ("go nodes 0", "go mate 0", "go mate 3"):
+        inp.lines.put(go)
+        inp.lines.put("isready")
+    out.wait_for("readyok")
+    session.quit()
+    assert out.getvalue().count("bestmove") == 3 and out.getvalue().count("readyok") == 3
+    nodes_0, mate_0, mate_3 = searcher.requests
+    assert nodes_0.nodes == 1 and not nodes_0.infinite
+    assert mate_0.mate is None and mate_0.nodes is None  # a plain search of the default nodes
+    assert mate_3.mate == 3 and mate_3.nodes == MATE_NODES
+    notes = [line for line in out.getvalue().splitlines() if line.startswith("info string go")]
+    assert [line.split()[2:4] for line in notes] == [
+        ["go", "nodes"],
+        ["go", "mate"],
+        ["go", "without"],
+    ]
+
+
+def test_a_refused_position_leaves_no_position_to_search(session):
+    inp, out, searcher = session.inp, session.out, session.searcher
+    inp.lines.put("position startpos moves e2e4")
+    inp.lines.put("position fen not-a-fen")
+    inp.lines.put("go nodes 10")
+    assert out.wait_for("bestmove") == "bestmove 0000"  # not a move of the e2e4 position
+    assert "info string go: no position" in out.getvalue()
+    assert not searcher.requests
+    inp.lines.put("position startpos moves e2e4 e7e9")  # an illegal move: refused too
+    inp.lines.put("go nodes 10")
+    inp.lines.put("position startpos moves e2e4")
+    inp.lines.put("go nodes 10")
+    inp.lines.put("isready")
+    out.wait_for("readyok")
+    bestmoves = [line for line in out.getvalue().splitlines() if line.startswith("bestmove")]
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert bestmoves[:2] == ["bestmove 0000", "bestmove 0000"]
+    assert chess.Move.from_uci(bestmoves[2].split()[1]) in board.legal_moves
+
+
+def test_the_end_of_input_answers_a_pending_go():
+    """As Stockfish does: a script that writes ``go`` and closes the pipe gets its move."""
+    inp, out, searcher = Pipe(), Out(), FirstMoveSearcher()
+    engine = UciEngine(searcher, inp, out)
+    thread = threading.Thread(target=engine.run, daemon=True)
+    thread.start()
+    inp.lines.put("position startpos")
+    inp.lines.put("go infinite")
+    inp.lines.put(None)  # end of input
+    thread.join(10)
+    assert not thread.is_alive()
+    assert out.getvalue().splitlines()[-1] == "bestmove g1h3 ponder g8h6"

@@ -9,7 +9,7 @@ import sys
 
 from frugalzero import __version__
 from frugalzero.config_cli import CommandParser
-from frugalzero.errors import UserError
+from frugalzero.errors import UserError, os_error_line
 
 # modules with register(subparsers)
 COMMANDS = [
@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"frugalzero: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the machine refused a file operation: say which, on what, why
+        print(f"frugalzero: error: {os_error_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("frugalzero: interrupted", file=sys.stderr)
         return 130

@@ -146,30 +146,50 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def check(config: Any, section: str, checks: list[tuple[bool, str]] | None = None) -> None:
     """The validation of every config's ``__post_init__`` (a dataclass built in Python never
-    passes through ``from_dict``): a value outside its ``Literal`` set, or the first failed
-    ``(ok, message)`` check, is a one-line UserError naming ``section``."""
+    passes through ``from_dict``): a value outside its ``Literal`` set, a number that is not
+    finite (``_not_finite``), or the first failed ``(ok, message)`` check, is a one-line
+    UserError naming ``section``. The number comes first: ``nan < 0`` is false, so a NaN
+    would otherwise pass every range check."""
     for f in dataclasses.fields(config):
         hint = _hints(type(config)).get(f.name)
+        value = getattr(config, f.name)
         if typing.get_origin(hint) is typing.Literal:
             allowed = typing.get_args(hint)
-            value = getattr(config, f.name)
             if value not in allowed:
                 options = ", ".join(repr(a) for a in allowed)
                 raise UserError(f"{section}.{f.name}: {value!r} is not one of {options}")
+        _not_finite(f, value, f"{section}.{f.name}")
     for ok, message in checks or []:
         if not ok:
             raise UserError(f"{section}: {message}")
 
 
 def from_dict(cls: type[T], data: dict[str, Any], where: str = "config") -> T:
-    """Build dataclass ``cls`` from ``data``; unknown keys and bad types name their place."""
+    """Build dataclass ``cls`` from ``data``; unknown keys, bad types and numbers that are not
+    finite name their place."""
     hints = typing.get_type_hints(cls)
-    fields = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - fields)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
     if unknown:
         raise UserError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(fields))})")
     kwargs = {k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()}
+    for key, value in kwargs.items():
+        _not_finite(fields[key], value, f"{where}.{key}")
     return cls(**kwargs)
+
+
+def _not_finite(f: dataclasses.Field, value: Any, where: str) -> None:
+    """A UserError for a NaN anywhere in a field's value (lists included), or an infinity in
+    a field whose default is not itself infinite (``search.nscl = inf`` means "off")."""
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _not_finite(f, item, f"{where}[{i}]")
+        return
+    if not isinstance(value, float) or math.isfinite(value):
+        return
+    infinite_default = isinstance(f.default, float) and math.isinf(f.default)
+    if math.isnan(value) or not infinite_default:
+        raise UserError(f"{where}: {value!r} is not a finite number")
 
 
 def load_config(

@@ -69,6 +69,13 @@ def load_book(path: str | Path, limit: int | None = None) -> list[Opening]:
 
 
 def _load_epd_book(path: Path, limit: int | None) -> list[Opening]:
+    try:
+        return _read_epd_book(path, limit)
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not an opening book (EPD or PGN text: it is not UTF-8)") from None
+
+
+def _read_epd_book(path: Path, limit: int | None) -> list[Opening]:
     openings = []
     with path.open(encoding="utf-8-sig") as handle:
         for lineno, line in enumerate(handle, 1):

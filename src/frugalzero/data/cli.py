@@ -38,16 +38,20 @@ def _import(args: argparse.Namespace) -> int:
     from frugalzero.data.importer import import_pgn
     from frugalzero.errors import UserError
     from frugalzero.output import emit
+    from frugalzero.runtime.lock import DirectoryLock
 
     if args.min_elo < 0 or args.workers < 0:
         raise UserError("--min-elo and --workers must not be negative")
-    summary = import_pgn(
-        args.files, args.out, min_elo=args.min_elo, workers=args.workers, show_progress=True
-    )
+    with DirectoryLock(args.out):
+        summary = import_pgn(
+            args.files, args.out, min_elo=args.min_elo, workers=args.workers, show_progress=True
+        )
+    damaged = len(summary["damaged_files"])
     if not args.json:
         summary = {k: v for k, v in summary.items() if k not in ("skipped_games", "files")}
+        summary["damaged_files"] = damaged
     emit(summary, args.json, title="import-pgn")
-    return 0
+    return 1 if damaged else 0
 
 
 def _shards(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import lzma
 import multiprocessing as mp
 import os
 import time
+import zlib
 from collections import Counter, deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.data.pgn import ChunkResult, RawGame, Skipped, import_chunk, split_games
-from frugalzero.data.shards import ShardWriter
+from frugalzero.data.shards import ShardWriter, warn
 from frugalzero.errors import UserError
 from frugalzero.runtime.cores import available_cores
 from frugalzero.runtime.files import atomic_write_text
@@ -26,9 +27,15 @@ from frugalzero.runtime.files import atomic_write_text
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
-def _lines(path: Path, progress: list[int]) -> Iterator[str]:
+# what a damaged compressed file raises part-way: a cut stream, bad data, not that format
+_DAMAGED = (EOFError, OSError, lzma.LZMAError, zlib.error)
+
+
+def _lines(path: Path, progress: list[int], damaged: list[dict[str, str]]) -> Iterator[str]:
     """Decoded lines of a (possibly compressed) PGN file; ``progress[0]`` counts bytes read
-    from disk. Undecodable bytes become U+FFFD: they only ever occur in names and comments."""
+    from disk. Undecodable bytes become U+FFFD: they only ever occur in names and comments.
+    A file that cannot be decompressed (cut short, or not in the format its name says) ends
+    where the damage is: it is named in ``damaged`` and the games before it are kept."""
     opener = _OPENERS.get(path.suffix.lower())
     try:
         raw = path.open("rb")
@@ -36,15 +43,20 @@ def _lines(path: Path, progress: list[int]) -> Iterator[str]:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from None
     with raw:
         handle = opener(raw) if opener else raw
-        for line in handle:
-            progress[0] = raw.tell()
-            yield line.decode("utf-8", errors="replace")
+        try:
+            for line in handle:
+                progress[0] = raw.tell()
+                yield line.decode("utf-8", errors="replace")
+        except _DAMAGED as exc:
+            reason = str(exc) or type(exc).__name__
+            damaged.append({"file": str(path), "error": reason, "at_byte": str(raw.tell())})
+            warn(f"{path}: damaged ({reason}); the games before the damage are kept")
 
 
-def _chunks(files: list[Path], size: int, progress: list[int]):
+def _chunks(files: list[Path], size: int, progress: list[int], damaged: list[dict[str, str]]):
     for path in files:
         chunk: list[RawGame] = []
-        for game in split_games(_lines(path, progress)):
+        for game in split_games(_lines(path, progress, damaged)):
             chunk.append(game)
             if len(chunk) >= size:
                 yield path.name, chunk
@@ -64,7 +76,8 @@ def import_pgn(
     games_per_shard: int = 2000,
     show_progress: bool = True,
 ) -> dict[str, Any]:
-    """Import PGN files into shards under ``out_dir``; returns the summary (see docs/data.md)."""
+    """Import PGN files into shards under ``out_dir``; returns the summary (see docs/data.md).
+    The caller holds ``out_dir``'s lock."""
     paths = [Path(f) for f in files]
     for path in paths:
         if not path.is_file():
@@ -100,7 +113,8 @@ def import_pgn(
             log.write(item)
 
     bar = _progress(show_progress, total_bytes)
-    chunks = _chunks(paths, chunk_games, progress)
+    damaged: list[dict[str, str]] = []
+    chunks = _chunks(paths, chunk_games, progress, damaged)
     try:
         if workers == 1:
             for name, chunk in chunks:
@@ -132,6 +146,7 @@ def import_pgn(
         "skipped_by_reason": dict(reasons.most_common()),
         "skipped_games": [s.to_json() for s in skipped],
         "skipped_list": str(skipped_file) if reasons else None,
+        "damaged_files": damaged,
         "shards": len(shards),
         "shard_bytes": sum(p.stat().st_size for p in shards),
         "workers": workers,

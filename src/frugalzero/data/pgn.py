@@ -101,7 +101,7 @@ def split_games(lines: Iterable[str]) -> Iterator[RawGame]:
                 if in_moves and ended:
                     if game := finish():
                         yield game
-                elif current and not in_moves:
+                elif (current or oversized) and not in_moves:
                     blank_after_headers = True
                 continue
             if stripped.startswith("[") and (in_moves or blank_after_headers):
@@ -112,14 +112,16 @@ def split_games(lines: Iterable[str]) -> Iterator[RawGame]:
         if not line.endswith("\n"):
             line += "\n"
         size += len(line)
-        if size > MAX_GAME_CHARS:  # keep nothing more; an unclosed comment ends here
-            oversized, current, depth, in_moves = True, [], 0, True
-            continue
-        current.append(line)
+        if size > MAX_GAME_CHARS and not oversized:  # keep nothing more of this game
+            oversized, current, depth = True, [], 0
+        if not oversized:
+            current.append(line)
+        # an oversized game is still followed line by line (headers, then movetext), so
+        # it ends where it would have and is counted once
         if depth == 0 and not in_moves and stripped.startswith(("[", "%", ";")):
             continue
         in_moves = True
-        if "{" in line or "}" in line:
+        if not oversized and ("{" in line or "}" in line):  # its unclosed comment ends here
             depth = max(0, depth + line.count("{") - line.count("}"))
         ended = depth == 0 and bool(_RESULT_AT_END.search(stripped))
     if (current or oversized) and (game := finish()):

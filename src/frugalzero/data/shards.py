@@ -113,11 +113,10 @@ def _parse_header(path: Path, data: bytes, whole: bool) -> dict:
         header = json.loads(data[start : start + size])
         if header["format"] != FORMAT:
             raise ValueError
-        payload = int(header["payload_bytes"])
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         raise ShardError(f"{path}: damaged shard (unreadable header)") from None
-    if header["version"] != VERSION:
-        raise ShardError(f"{path}: shard format version {header['version']}, expected {VERSION}")
+    _check_header(path, header)
+    payload = header["payload_bytes"]
     header["_payload_start"] = start + size
     if whole and start + size + payload + _DIGEST != len(data):
         raise ShardError(
@@ -125,6 +124,30 @@ def _parse_header(path: Path, data: bytes, whole: bool) -> dict:
             f"{start + size + payload + _DIGEST})"
         )
     return header
+
+
+# the header's fields and their types: every reader relies on them
+_COUNTS = ("games", "positions", "plies", "created_ns", "raw_bytes", "payload_bytes")
+
+
+def _check_header(path: Path, header: dict) -> None:
+    """A header field that is missing or of the wrong type names itself (a header that
+    parses as JSON may still lack ``version`` or hold ``methods`` as a list)."""
+    if "version" not in header:
+        raise ShardError(f"{path}: damaged shard (header has no version)")
+    if header["version"] != VERSION:
+        raise ShardError(f"{path}: shard format version {header['version']}, expected {VERSION}")
+    for key in _COUNTS:
+        value = header.get(key)
+        if type(value) is not int or value < 0:
+            raise ShardError(f"{path}: damaged shard (header field {key} is {value!r:.60})")
+    methods = header.get("methods")
+    if not isinstance(methods, dict) or not all(
+        isinstance(k, str) and type(v) is int for k, v in methods.items()
+    ):
+        raise ShardError(f"{path}: damaged shard (header field methods is {methods!r:.60})")
+    if header.get("codec") not in CODECS or not isinstance(header.get("layout"), dict):
+        raise ShardError(f"{path}: damaged shard (header fields codec and layout)")
 
 
 def _verify(path: Path, data: bytes) -> dict:

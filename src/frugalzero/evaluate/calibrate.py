@@ -106,6 +106,10 @@ def _pair_seed(a: str, b: str, done: int, seed: int) -> int:
     return int.from_bytes(digest[:4], "big") + 1000 * done
 
 
+STATE_FILE = "state.json"
+"""The calibration's games so far, in its ``--state`` folder."""
+
+
 class CalibrationState:
     """The games so far, saved after each one."""
 
@@ -113,7 +117,7 @@ class CalibrationState:
         self, folder: Path, names: list[str], anchor: tuple[str, float], config: CalibrationConfig
     ) -> None:
         self.folder = folder
-        self.path = folder / "state.json"
+        self.path = folder / STATE_FILE
         self.pgn = folder / "games.pgn"
         settings = asdict(config)
         self.names = names

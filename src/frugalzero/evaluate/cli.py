@@ -387,7 +387,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from frugalzero.errors import UserError
-    from frugalzero.evaluate.calibrate import CalibrationConfig, make_table, run_calibration
+    from frugalzero.evaluate.calibrate import (
+        STATE_FILE,
+        CalibrationConfig,
+        make_table,
+        run_calibration,
+    )
     from frugalzero.output import emit
     from frugalzero.runtime.files import atomic_write_text
 
@@ -396,8 +401,8 @@ def _calibrate(args: argparse.Namespace) -> int:
         far_games=max(2, 2 * (args.games_per_pair // 5)),
         concurrency=config_from_args(args).concurrency,
     )
-    if args.table_only and not (Path(args.state) / "state.json").is_file():
-        raise UserError(f"{args.state}: no calibration state.json to make a table from")
+    if args.table_only and not (Path(args.state) / STATE_FILE).is_file():
+        raise UserError(f"{args.state}: no calibration {STATE_FILE} to make a table from")
     state, complete = run_calibration(
         args.state, config, max_minutes=args.max_minutes, play=not args.table_only
     )

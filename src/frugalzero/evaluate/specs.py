@@ -216,6 +216,11 @@ def _uci_spec(
                 options["Skill Level"] = _int(text, "skill", pairs["skill"], *SKILL_RANGE[kind])
         if kind == "stockfish":
             known |= {"elo"}
+            if "elo" in pairs and "skill" in pairs:
+                raise UserError(
+                    f"engine {text!r}: elo and skill set the same strength two ways "
+                    "(UCI_Elo overrides Skill Level); give one"
+                )
             if "elo" in pairs:
                 options["UCI_LimitStrength"] = True
                 options["UCI_Elo"] = _int(text, "elo", pairs["elo"], *ELO_RANGE)

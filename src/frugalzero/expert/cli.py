@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from frugalzero.config_cli import add_config_flags, config_from_args
 from frugalzero.nn.shipped import NET_HELP
+from frugalzero.runtime.lock import hold, holds_locks
 
 # short flags of the docs and scripts
 EXPLORE_ALIASES = {
@@ -100,6 +102,7 @@ def _write_config(out: Path, name: str, config, notes: dict) -> None:
     atomic_write_text(out / name, head + dump_toml(to_dict(config)))
 
 
+@holds_locks
 def _explore(args: argparse.Namespace) -> int:
     from frugalzero.chess.positions import load_book
     from frugalzero.data.shards import ShardWriter
@@ -114,8 +117,8 @@ def _explore(args: argparse.Namespace) -> int:
     net, meta = load_net(net_path)
     openings = load_book(config.openings) if config.openings else None
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    prefix = f"explore-{time.strftime('%Y%m%d-%H%M%S')}"  # a later run adds, never replaces
+    hold(out)  # one writer at a time
+    prefix = f"explore-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"  # a later run adds
     _write_config(out, f"{prefix}.toml", config, {"net": str(net_path), "steps": args.steps})
 
     begin = time.perf_counter()
@@ -152,6 +155,7 @@ def _explore(args: argparse.Namespace) -> int:
     return 0
 
 
+@holds_locks
 def _sfgames(args: argparse.Namespace) -> int:
     from frugalzero.chess.positions import load_book
     from frugalzero.data.pgnwriter import PgnWriter
@@ -164,8 +168,8 @@ def _sfgames(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     openings = load_book(config.openings) if config.openings else None
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    prefix = f"sfgames-{time.strftime('%Y%m%d-%H%M%S')}"  # a later run adds, never replaces
+    hold(out)  # one writer at a time
+    prefix = f"sfgames-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"  # a later run adds
     _write_config(out, f"{prefix}.toml", config, {"games": args.games})
 
     begin = time.perf_counter()

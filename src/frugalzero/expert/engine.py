@@ -220,9 +220,11 @@ class EngineSession:
                 await asyncio.wait_for(self._protocol.quit(), 1.0)
         await self.kill()
 
-    async def play(self, board: chess.Board) -> Answer:
+    async def play(self, board: chess.Board, game: object = None) -> Answer:
         """The engine's move and score in ``board`` (its move stack is sent as history), and
-        its ``multipv`` candidates when that is more than one."""
+        its ``multipv`` candidates when that is more than one. A ``game`` other than the last
+        request's starts a new game first (``ucinewgame``: hash and histories cleared), so
+        the answers do not depend on what the engine searched before."""
         attempts = self.config.retries + 1
         failure = "no attempt"
         start_failed = False
@@ -237,7 +239,7 @@ class EngineSession:
                     continue
             assert self._protocol is not None
             try:
-                answer = await asyncio.wait_for(self._ask(board), self.config.deadline())
+                answer = await asyncio.wait_for(self._ask(board, game), self.config.deadline())
             except TimeoutError:
                 self.stats.timeouts += 1
                 failure = f"no answer within {self.config.deadline():g} s"
@@ -261,18 +263,24 @@ class EngineSession:
             f"engine {self.command} failed {attempts} times in a row on {board.fen()}: {failure}"
         )
 
-    async def _ask(self, board: chess.Board) -> Answer | None:
+    async def _ask(self, board: chess.Board, game: object) -> Answer | None:
         """One request: ``go`` for the move (and score), or MultiPV analysis whose best line's
         first move is the move. None when the engine had no move."""
         assert self._protocol is not None
         k = self.config.multipv
         if k == 1:
-            result = await self._protocol.play(board, self.limit, info=chess.engine.INFO_SCORE)
+            result = await self._protocol.play(
+                board, self.limit, game=game, info=chess.engine.INFO_SCORE
+            )
             if result.move is None:
                 return None
             return Answer(result.move, result.info.get("score"), [], _wdl(result.info))
         infos = await self._protocol.analyse(
-            board, self.limit, multipv=k, info=chess.engine.INFO_SCORE | chess.engine.INFO_PV
+            board,
+            self.limit,
+            multipv=k,
+            game=game,
+            info=chess.engine.INFO_SCORE | chess.engine.INFO_PV,
         )
         scored = [i for i in infos if i.get("pv") and "score" in i]
         if not scored:

@@ -207,14 +207,18 @@ def label_playouts(
     sink: Callable[[GameRecord], None],
     queue: int = 0,
     on_record: Callable[[LabelStats], None] | None = None,
+    on_failed: Callable[[PlayoutTask], None] | None = None,
 ) -> LabelStats:
-    """Run playouts with at most ``queue`` in flight; every record goes to ``sink``."""
+    """Run playouts with at most ``queue`` in flight; every record goes to ``sink``, every
+    task given up (after the pool's retries) to ``on_failed``."""
     stats = LabelStats()
-    for _, future in pool.map_unordered(tasks, queue):
+    for task, future in pool.map_unordered(tasks, queue):
         try:
             record = future.result()
         except LabelError:
             stats.failed += 1  # counted; the pool has already retried it
+            if on_failed is not None:
+                on_failed(task)
             continue
         sink(record)
         stats.add(record)

@@ -111,7 +111,9 @@ async def analyse(session: EngineSession, task: AnalyseTask) -> Label:
 
 async def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
     """The record of one playout; an engine that keeps failing ends it early without a result
-    (the labels made so far are kept)."""
+    (the labels made so far are kept). The engine starts it as a new game, so a playout comes
+    out the same whichever engine plays it after whatever else (a killed run replays it)."""
+    game = object()
     board = replay(task.start_fen, task.moves)
     scale = session.config.value_scale
     moves: list[str] = list(task.moves)
@@ -122,7 +124,7 @@ async def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
         if game_result(board) is not None:
             break
         try:
-            answer = await session.play(board)
+            answer = await session.play(board, game)
         except EngineUnavailable:
             raise  # the worker gives up its slot; the pool decides what happens next
         except EngineFailed as exc:

@@ -65,8 +65,11 @@ def random_opening(rng: random.Random, plies: int) -> Opening:
 
 
 def game_tasks(
-    config: SfGamesConfig, games: int, openings: list[Opening] | None = None
+    config: SfGamesConfig, games: int, openings: list[Opening] | None = None, prefix: str = "s"
 ) -> Iterator[PlayoutTask]:
+    """The tasks of games 0 .. ``games`` - 1, each with the id ``game_id(prefix, number)``.
+    Game ``number``'s opening depends only on the seed and the number, and each playout starts
+    its engine afresh (``playout``), so a game can be replayed alone and comes out the same."""
     sampler = OpeningSampler(openings, config.seed) if openings else None
     rng = random.Random(config.seed)
     for number in range(games):
@@ -76,7 +79,17 @@ def game_tasks(
             opening.root_fen,
             opening.moves,
             method="sfgames",
-            game_id=f"s{number}",
+            game_id=game_id(prefix, number),
             max_plies=config.max_plies,
             extra=extra,
         )
+
+
+def game_id(prefix: str, number: int) -> str:
+    return f"{prefix}{number}"
+
+
+def game_number(prefix: str, game_id: str) -> int | None:
+    """The number in ``game_id`` when it is one of ``prefix``'s games, else None."""
+    rest = game_id[len(prefix) :] if game_id.startswith(prefix) else ""
+    return int(rest) if rest.isdigit() else None

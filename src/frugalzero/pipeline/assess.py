@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from frugalzero.layout import RunLayout
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.state import RunState
 from frugalzero.runtime.files import atomic_write_text
@@ -64,7 +65,7 @@ def match(
     from frugalzero.evaluate.match import MatchConfig, play_match
 
     ev = config.evaluation
-    final = run_dir / "matches" / f"{name}.pgn"
+    final = RunLayout(run_dir).matches / f"{name}.pgn"
     partial = final.with_name(final.name + ".partial")
     final.parent.mkdir(parents=True, exist_ok=True)
     partial.unlink(missing_ok=True)
@@ -158,7 +159,7 @@ def rate_iterations(run_dir: Path, config: RunConfig, state: RunState) -> None:
     from frugalzero.evaluate.elo import mle_ratings
     from frugalzero.evaluate.pgn import read_results
 
-    pgns = sorted((run_dir / "matches").glob("*.pgn"))
+    pgns = sorted(RunLayout(run_dir).matches.glob("*.pgn"))
     if not pgns:
         return
     games = list(read_results(pgns))
@@ -198,4 +199,4 @@ def write_elo_csv(run_dir: Path, config: RunConfig, state: RunState, ratings) ->
                 int(r.accepted),
             ]
         )
-    atomic_write_text(run_dir / "elo.csv", text.getvalue())
+    atomic_write_text(RunLayout(run_dir).elo, text.getvalue())

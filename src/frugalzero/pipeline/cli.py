@@ -14,8 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run",
         help="train an engine: generate -> train -> evaluate, until a budget (resumable)",
         description="Iterations of data generation, training and evaluation. Resume a stopped "
-        "run with `frugalzero run --dir DIR` (its config.toml is reused; flags and --set may "
-        "change the budget).",
+        "run with `frugalzero run --dir DIR`: its config.toml is the run, so a resume takes no "
+        "flag or --set that would change it (only --ray, where generation runs).",
         usage="frugalzero run [-h] [--config PRESET_OR_TOML] [--dir DIR] [--json] "
         "[--ray ADDRESS] [--SECTION.FIELD VALUE ...] [--set KEY=VALUE ...]",
     )
@@ -33,18 +33,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_config(args: argparse.Namespace):
     """(run directory, config) of ``frugalzero run``: a saved run's config.toml stands where a
-    new run's preset (default: demo) would."""
+    new run's preset (default: demo) would. Whether that config is the saved run's own is
+    ``RunLoop``'s check (``pipeline.identity``)."""
     from frugalzero.config import read_toml
     from frugalzero.errors import UserError
+    from frugalzero.layout import RunLayout
 
     if args.ray:
         args.set.append(f"ray={args.ray}")
     run_dir = Path(args.dir) if args.dir else None
-    saved = run_dir / "config.toml" if run_dir else None
-    if saved is not None and saved.exists():
+    if run_dir is not None and RunLayout(run_dir).is_run():
         if args.config:
             raise UserError(f"{run_dir} already holds a run; resume it without --config")
-        return run_dir, config_from_args(args, read_toml(saved))
+        saved = RunLayout(run_dir).config
+        return run_dir, config_from_args(args, read_toml(saved) if saved.is_file() else {})
     args.config = args.config or "demo"
     if run_dir is None:
         run_dir = Path("runs") / f"{Path(args.config).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -55,20 +57,20 @@ def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from frugalzero.output import to_json
-    from frugalzero.pipeline.loop import REPORT, RunLoop
+    from frugalzero.pipeline.loop import RunLoop
+    from frugalzero.runtime.lock import DirectoryLock
     from frugalzero.runtime.progress import stderr_console
 
     run_dir, config = run_config(args)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    console = stderr_console()
-    loop = RunLoop(config, run_dir, console)
-    loop.write_config()
-    resumed = loop.state.iteration or loop.state.step != "generate"
-    console.print(
-        f"{'resuming' if resumed else 'starting'} run {run_dir} "
-        f"({config.method}, {config.net.arch})"
-    )
-    summary = loop.run()
+    with DirectoryLock(run_dir):
+        console = stderr_console()
+        loop = RunLoop(config, run_dir, console)
+        resumed = loop.state.iteration or loop.state.step != "generate"
+        console.print(
+            f"{'resuming' if resumed else 'starting'} run {run_dir} "
+            f"({config.method}, {config.net.arch})"
+        )
+        summary = loop.run()
     if args.json:
         print(to_json(summary), flush=True)
         return 0
@@ -84,7 +86,6 @@ def _run(args: argparse.Namespace) -> int:
         )
     print(f"\nplay the final net:  frugalzero uci --net {summary['final_net']}")
     print(f"rate it:             frugalzero ladder 'net:{summary['final_net']}?nodes=400'")
-    report = run_dir / REPORT
-    if report.is_file():
-        print(f"see the run:         {report} (open it in a browser)")
+    if loop.layout.report.is_file():
+        print(f"see the run:         {loop.layout.report} (open it in a browser)")
     return 0

@@ -62,7 +62,10 @@ class NetSection:
     """Seed of the initial weights."""
 
     def __post_init__(self) -> None:
-        check(self, "net")
+        from frugalzero.nn.arch import ARCHITECTURES  # no torch: config show stays instant
+
+        known = f"{self.arch!r} is not one of {', '.join(ARCHITECTURES)}"
+        check(self, "net", [(self.arch in ARCHITECTURES, f"arch {known}")])
 
 
 @dataclass
@@ -119,8 +122,9 @@ class EvaluationSection:
     """When evaluation games stop early."""
 
     def __post_init__(self) -> None:
-        counts = ("nodes", "games_vs_random", "games_vs_best", "final_games", "concurrency")
+        counts = ("games_vs_random", "games_vs_best", "final_games", "concurrency")
         checks = [(getattr(self, n) >= 0, f"{n} must be >= 0") for n in counts]
+        checks.append((self.nodes >= 1, "nodes must be >= 1 (our nets search in every match)"))
         check(self, "evaluation", [*checks, (self.noise_plies >= 0, "noise_plies must be >= 0")])
 
 

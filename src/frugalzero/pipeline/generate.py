@@ -1,8 +1,13 @@
 """The generation step: one iteration's training data, by the run's method, into shards.
 
-Every generator writes small shards as games finish, so a killed step keeps what it finished;
-on resume the step counts the games already on disk and makes only the rest (with a fresh seed,
-so the new games are not the lost ones replayed).
+Every generator writes small shards as games finish, so a killed step keeps what it finished,
+and on resume the step makes only the rest. Game ids are unique within a run: ``iK-`` names
+the iteration. Stockfish's games (sfgames) are numbered, each a function of the run's seed,
+the iteration and its number, and written in number order whatever order they finish in, so
+a resume plays exactly the missing numbers and a run killed any number of times has the games,
+in the same order, of one that never was. The other methods' games depend on the processes
+that play them; a resume plays the rest with a fresh seed (its ids carry the games already
+done, ``rN-``), so new games are not the lost ones replayed.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.data.records import GameRecord
-from frugalzero.data.shards import ShardWriter, scan_shards
+from frugalzero.data.shards import ShardWriter, read_columns, scan_shards
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.scale.runner import Runner
 
@@ -31,13 +36,52 @@ def finished(out: Path) -> tuple[int, int]:
     return sum(i.games for i in infos), sum(i.positions for i in infos)
 
 
-def _writer(out: Path) -> ShardWriter:
+def _writer(out: Path, games_per_shard: int = GAMES_PER_SHARD) -> ShardWriter:
     prefix = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"  # unique per session
-    return ShardWriter(out, prefix, games_per_shard=GAMES_PER_SHARD)
+    return ShardWriter(out, prefix, games_per_shard=games_per_shard)
 
 
 def _seed(config: RunConfig, iteration: int, done: int) -> int:
     return config.seed * 1_000_003 + iteration * 10_007 + done
+
+
+def game_ids(out: Path) -> list[str]:
+    """The ids of the games written under ``out``."""
+    ids: list[str] = []
+    for info in scan_shards([out]) if out.exists() else []:
+        ids.extend(str(game.get("g", "")) for game in read_columns(info.path)[1].games)
+    return ids
+
+
+class InOrder:
+    """Hands ``writer`` the games numbered ``numbers`` in that order, whatever order they
+    finish in, closing a shard after every ``GAMES_PER_SHARD``-th number: the shards of an
+    iteration then hold the same games in the same order however often it was cut. A game
+    given up (``skip``) is passed over."""
+
+    def __init__(self, writer: ShardWriter, numbers: list[int]) -> None:
+        self.writer = writer
+        self.numbers = numbers
+        self.position = 0
+        self.waiting: dict[int, GameRecord | None] = {}
+
+    def add(self, number: int, record: GameRecord | None) -> None:
+        self.waiting[number] = record
+        while self.position < len(self.numbers) and self.numbers[self.position] in self.waiting:
+            number = self.numbers[self.position]
+            game = self.waiting.pop(number)
+            self.position += 1
+            if game is not None:
+                self.writer.add(game)
+            if (number + 1) % GAMES_PER_SHARD == 0:
+                self.writer.flush()
+
+    def skip(self, number: int) -> None:
+        self.add(number, None)
+
+
+def _with_id(record: GameRecord, prefix: str) -> GameRecord:
+    return dataclasses.replace(record, game_id=prefix + record.game_id)
 
 
 Progress = Callable[[int, int], None]  # (done, total)
@@ -62,18 +106,29 @@ def generate(
     done, _ = finished(out)
     remaining = max(0, target - done)
     report: dict[str, Any] = {"resumed_with": done} if done else {}
-    if remaining:
+    if method == "sfgames":
+        report |= _sfgames(config, runner, out, iteration, target, progress)
+    elif remaining:
         seed = _seed(config, iteration, done)
+        prefix = f"i{iteration}-r{done}-"
         if method in ("selfplay", "contempt", "gumbel"):
             report |= _selfplay(
-                config, runner, out, net_path, remaining, seed, nscl, done, target, progress
+                config, runner, out, net_path, remaining, seed, nscl, done, target, progress, prefix
             )
         elif method == "eps-explore":
             report |= _explore(
-                config, runner, out, net_path, net_id, remaining, seed, done, target, progress
+                config,
+                runner,
+                out,
+                net_path,
+                net_id,
+                remaining,
+                seed,
+                done,
+                target,
+                progress,
+                prefix,
             )
-        elif method == "sfgames":
-            report |= _sfgames(config, runner, out, remaining, seed, done, target, progress)
     games, positions = finished(out)
     return report | {"games": games, "positions": positions}
 
@@ -92,7 +147,7 @@ def selfplay_config(config: RunConfig, nscl: float | None):
     return dataclasses.replace(config.selfplay, search=search, openings=openings)
 
 
-def _selfplay(config, runner, out, net_path, remaining, seed, nscl, done, target, progress):
+def _selfplay(config, runner, out, net_path, remaining, seed, nscl, done, target, progress, prefix):
     from frugalzero.selfplay.stats import selfplay_stats
 
     sp = dataclasses.replace(selfplay_config(config, nscl), games=remaining, seed=seed)
@@ -100,7 +155,7 @@ def _selfplay(config, runner, out, net_path, remaining, seed, nscl, done, target
     with _writer(out) as writer:
 
         def on_game(record: GameRecord) -> None:
-            writer.add(record)
+            writer.add(_with_id(record, prefix))
             records.append(record)
 
         def each(n: int) -> None:
@@ -113,7 +168,9 @@ def _selfplay(config, runner, out, net_path, remaining, seed, nscl, done, target
     return {"selfplay": stats}
 
 
-def _explore(config, runner, out, net_path, net_id, remaining, seed, done, target, progress):
+def _explore(
+    config, runner, out, net_path, net_id, remaining, seed, done, target, progress, prefix
+):
     from frugalzero.chess.positions import load_book
     from frugalzero.expert.explore import EpsExplore
     from frugalzero.nn.checkpoint import load_net
@@ -129,28 +186,47 @@ def _explore(config, runner, out, net_path, net_id, remaining, seed, done, targe
         EpsExplore(net, ex, net_id, pool=pool, openings=openings) as run,
         _writer(out) as writer,
     ):
-        stats = run.run(remaining, writer.add, lambda s: progress(done + s.playouts, target))
+        stats = run.run(
+            remaining,
+            lambda record: writer.add(_with_id(record, prefix)),
+            lambda s: progress(done + s.playouts, target),
+        )
     elapsed = time.perf_counter() - started
     return {"labels": stats.labels, "labels_per_s": round(stats.labels / max(elapsed, 1e-9), 1)}
 
 
-def _sfgames(config, runner, out, remaining, seed, done, target, progress):
+def _sfgames(config, runner, out, iteration, target, progress):
+    """Games 0 .. target - 1 of this iteration that are not on disk yet (see the module)."""
     from frugalzero.chess.positions import load_book
     from frugalzero.expert.explore import label_playouts
-    from frugalzero.expert.sfgames import game_tasks
+    from frugalzero.expert.sfgames import game_number, game_tasks
 
-    sf = dataclasses.replace(config.sfgames, seed=seed)
+    sf = dataclasses.replace(config.sfgames, seed=_seed(config, iteration, 0))
     if config.generate.openings:
         sf = dataclasses.replace(sf, openings=config.generate.openings)
-    openings = load_book(sf.openings) if sf.openings else None
+    prefix = f"i{iteration}-s"
+    written = {game_number(prefix, g) for g in game_ids(out)}
+    tasks = [
+        t
+        for t in game_tasks(sf, target, load_book(sf.openings) if sf.openings else None, prefix)
+        if game_number(prefix, t.game_id) not in written
+    ]
+    if not tasks:
+        return {}
+    done = target - len(tasks)
     started = time.perf_counter()
-    with runner.playout_pool(sf.engine, sf.workers) as pool, _writer(out) as writer:
+    with (
+        runner.playout_pool(sf.engine, sf.workers) as pool,
+        _writer(out, games_per_shard=target + 1) as writer,  # InOrder closes the shards
+    ):
+        order = InOrder(writer, [game_number(prefix, t.game_id) for t in tasks])
         stats = label_playouts(
             pool,
-            game_tasks(sf, remaining, openings),
-            writer.add,
+            tasks,
+            lambda record: order.add(game_number(prefix, record.game_id), record),
             sf.queue,
             lambda s: progress(done + s.playouts, target),
+            lambda task: order.skip(game_number(prefix, task.game_id)),
         )
     elapsed = time.perf_counter() - started
     return {"labels": stats.labels, "games_per_s": round(stats.playouts / max(elapsed, 1e-9), 2)}

@@ -1,20 +1,21 @@
 """``frugalzero run``: iterations of generate -> train -> evaluate -> accept, until a budget.
 
-The run directory is the whole truth: ``config.toml`` (the resolved config), ``state.json``
-(what has finished), ``data/iter-NNNN/`` (shards), ``train/`` (the trainer's resumable state),
-``nets/iter-NNNN.safetensors`` and ``nets/avg-NNNN.safetensors`` (traversing and averaging
+The run directory is the whole truth (``frugalzero.layout``): ``config.toml`` (the run's
+identity, ``pipeline.identity``), ``state.json`` (what has finished), ``data/iter-NNNN/``
+(shards), ``train/`` (the trainer's resumable state), ``nets/`` (traversing and averaging
 networks, each kept once: the trainer's outputs are moved there), ``matches/*.pgn``,
 ``metrics.jsonl`` with TensorBoard events, ``elo.csv`` and, once the run ends, ``summary.json``.
 Iterations are numbered from 1 everywhere (nets, data, metrics of the run and of the trainer).
 Each step is written down when it finishes, so ``frugalzero run --dir D`` after a ``kill -9``
-goes on from the step that was cut, and nothing finished is redone or lost.
+goes on from the step that was cut, and nothing finished is redone or lost: a run killed any
+number of times ends with the games, nets and metrics of one that never was
+(tests/test_chaos.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,44 +23,58 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from frugalzero.config import dump_toml, to_dict
+from frugalzero import layout
+from frugalzero.layout import INITIAL_NET, RunLayout
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
 from frugalzero.output import to_json
 from frugalzero.pipeline.assess import evaluate_iteration, final_matches, rate_iterations
 from frugalzero.pipeline.budget import fraction_left, scaled
+from frugalzero.pipeline.clock import RunClock, step_key
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.generate import generate
-from frugalzero.pipeline.state import IterationRecord, RunState
+from frugalzero.pipeline.identity import open_run
+from frugalzero.pipeline.state import IterationRecord
 from frugalzero.runtime.files import atomic_write_text
 from frugalzero.runtime.progress import progress_bar
 from frugalzero.scale.runner import runner_for
 
-INITIAL_NET = "nets/iter-0000.safetensors"
-REPORT = "report.html"  # the run as one HTML page, rewritten after every iteration
-
 
 class RunLoop:
+    """The run in ``run_dir`` with ``config``: a new one, or a stopped one whose config.toml
+    ``config`` must be (``pipeline.identity``). The caller holds the directory's lock."""
+
     def __init__(self, config: RunConfig, run_dir: Path, console: Console) -> None:
         self.config = config
         self.dir = run_dir
+        self.layout = RunLayout(run_dir)
         self.console = console
-        self.state = RunState.load(run_dir) or RunState()
-        self._session_start = time.monotonic()
-        self._elapsed_base = self.state.elapsed_s
+        self.state = open_run(self.layout, config)
+        self.clock = RunClock(self.layout, self.state)
         self._trainer = None
         self._replayed: dict = {}  # the last window's games: the next replays only new ones
         self.runner = runner_for(config.ray)  # connects once, on the first generation step
         from frugalzero.train.metrics import MetricsLog
 
         self.metrics = MetricsLog(run_dir, tensorboard=True)
+        if 0 <= self.state.metrics_lines < self.metrics.lines:  # written after the last save:
+            self.metrics.truncate(self.state.metrics_lines, self.state.iteration)  # redone
 
     # -- bookkeeping --------------------------------------------------------------------------
     def elapsed(self) -> float:
-        return self._elapsed_base + time.monotonic() - self._session_start
+        return self.clock.elapsed()
 
     def save(self) -> None:
         self.state.elapsed_s = round(self.elapsed(), 2)
+        self.state.metrics_lines = self.metrics.lines
         self.state.save(self.dir)
+
+    def _next_step(self, step: str) -> None:
+        """The current step is done (its seconds kept in ``current``); ``step`` is next."""
+        s = self.state
+        s.current[step_key(s.step)] = round(self.clock.step_seconds(), 2)
+        s.step = step
+        self.save()
+        self.clock.begin(s.iteration, step, s.current.get(step_key(step), 0.0))
 
     def budget_left(self) -> bool:
         b, s = self.config.budget, self.state
@@ -107,34 +122,39 @@ class RunLoop:
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        self._initial_net()
         s = self.state
-        if not s.best:
-            s.best = INITIAL_NET
-            self.save()
-        with self.runner:
-            while not s.finished:
-                if s.step == "generate":
-                    if not self.budget_left():
-                        self._finish()
-                        break
-                    self._generate()
-                elif s.step == "train":
-                    self._train()
-                elif s.step == "evaluate":
-                    self._evaluate()
-        self.metrics.close()
+        self.clock.start()
+        try:
+            self._initial_net()
+            if not s.best:
+                s.best = INITIAL_NET
+                self.save()
+            with self.runner:
+                while not s.finished:
+                    if s.step == "generate":
+                        if not self.budget_left():
+                            self._finish()
+                            break
+                        self._generate()
+                    elif s.step == "train":
+                        self._train()
+                    elif s.step == "evaluate":
+                        self._evaluate()
+        finally:
+            self.clock.stop()
+            self.metrics.close()
         summary = self.summary()
         if s.finished:
-            atomic_write_text(self.dir / "summary.json", to_json(summary) + "\n")
+            if not self.layout.report.exists():  # the session that finished was cut
+                self.write_report()
+            atomic_write_text(self.layout.summary, to_json(summary) + "\n")
         return summary
 
     def _generate(self) -> None:
         s, k = self.state, self.state.iteration + 1
-        out = self.dir / "data" / f"iter-{k:04d}"
+        out = self.layout.data(k)
         net_path = self.dir / s.best
         _, meta = load_net(net_path)
-        started = time.perf_counter()
         with self._progress() as progress:
             task = progress.add_task(f"iteration {k}: {self.config.method}", total=None)
 
@@ -146,10 +166,8 @@ class RunLoop:
         if s.current.get("fraction", 1.0) < 1:
             report["fraction"] = s.current["fraction"]
         s.current["generation"] = report
-        s.current["generate_s"] = s.current.get("generate_s", 0) + time.perf_counter() - started
         s.positions += report.get("positions", 0)
-        s.step = "train"
-        self.save()
+        self._next_step("train")
 
     def _trainer_for(self):
         """The trainer, set to this iteration's own settings (a cut iteration stopped mid-way
@@ -160,11 +178,12 @@ class RunLoop:
             from frugalzero.train.trainer import Trainer
 
             net, meta = load_net(self.dir / INITIAL_NET)
-            self._trainer = Trainer(train, net, self.dir / "train", parent=meta.net_id)
-        self._trainer.config = train
+            self._trainer = Trainer(train, net, self.layout.train, parent=meta.net_id)
+        run_progress = None
         if self.config.budget.anneal == "budget":
             span = self.config.budget.minutes * 60
-            self._trainer.run_progress = lambda: self.elapsed() / span
+            run_progress = lambda: self.elapsed() / span  # noqa: E731
+        self._trainer.configure(train, run_progress)
         return self._trainer
 
     def _train(self) -> None:
@@ -172,13 +191,13 @@ class RunLoop:
         from frugalzero.train.data import PositionSet, fixed_holdout
 
         s, k = self.state, self.state.iteration + 1
-        started = time.perf_counter()
         trainer = self._trainer_for()
-        summary: dict[str, Any] = {}
-        if trainer.progress.iteration < k:  # else it finished before the last kill
+        if trainer.progress.iteration >= k:  # it finished before the last kill
+            summary = trainer.iteration_summary(k)
+        else:
             train_sel, holdout_sel = fixed_holdout(
-                self.dir / "train",
-                [self.dir / "data"],
+                self.layout.train,
+                [self.layout.data_root],
                 self.config.train.validation_fraction,
                 self.config.train.validation_min_positions,
             )
@@ -195,23 +214,20 @@ class RunLoop:
             summary = trainer.run_iteration(train_set, holdout_set)
         self._keep_nets(k)
         s.current["train"] = {k_: v for k_, v in summary.items() if k_ not in ("net", "average")}
-        s.current["train_s"] = s.current.get("train_s", 0) + time.perf_counter() - started
-        s.step = "evaluate"
-        self.save()
+        self._next_step("evaluate")
 
     def _keep_nets(self, k: int) -> None:
         """Move the trainer's finished nets to nets/ (a rename: one copy of each). Done again
         after a kill, a net already moved stays where it is."""
-        nets, train = self.dir / "nets", self.dir / "train"
-        for name, kept in (("net", f"iter-{k:04d}"), ("average", f"avg-{k:04d}")):
-            source = train / f"{name}.safetensors"
+        moves = ((layout.NET, layout.iteration_net(k)), (layout.AVERAGE, layout.average_net(k)))
+        for name, kept in moves:
+            source = self.layout.train / name
             if source.exists():
-                os.replace(source, nets / f"{kept}.safetensors")
+                os.replace(source, self.dir / kept)
 
     def _evaluate(self) -> None:
         s, k = self.state, self.state.iteration + 1
-        net = f"nets/iter-{k:04d}.safetensors"
-        started = time.perf_counter()
+        net = layout.iteration_net(k)
         self.console.print(f"iteration {k}: evaluation matches")
         result = evaluate_iteration(self.dir, self.config, s, k, net)
         _, meta = load_net(self.dir / net)
@@ -224,7 +240,7 @@ class RunLoop:
             positions=generation.get("positions", 0),
             generate_s=round(s.current.get("generate_s", 0.0), 1),
             train_s=round(s.current.get("train_s", 0.0), 1),
-            evaluate_s=round(time.perf_counter() - started, 1),
+            evaluate_s=round(self.clock.step_seconds(), 1),
             accepted=bool(result["accepted"]),
             score_vs_random=result.get("vs_random", {}).get("score"),
             score_vs_best=result.get("vs_best", {}).get("score"),
@@ -242,6 +258,7 @@ class RunLoop:
         self.metrics.flush()
         s.step = "generate"
         self.save()
+        self.clock.begin(k, s.step, 0.0)
         self.write_report()
 
     def write_report(self) -> Path | None:
@@ -250,7 +267,7 @@ class RunLoop:
         from frugalzero.report import write_report
 
         try:
-            return write_report([self.dir], self.dir / REPORT)
+            return write_report([self.dir], self.layout.report)
         except Exception as exc:
             self.console.print(f"[yellow]report.html not written: {exc!r}[/]")
             return None
@@ -341,9 +358,6 @@ class RunLoop:
                 "yes" if r.accepted else "no",
             )
         return table
-
-    def write_config(self) -> None:
-        atomic_write_text(self.dir / "config.toml", dump_toml(to_dict(self.config)))
 
 
 def _pct(score: float | None) -> str:

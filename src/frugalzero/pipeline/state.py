@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.errors import UserError
+from frugalzero.layout import STATE
 from frugalzero.output import plain
 from frugalzero.runtime.files import atomic_write_text
-
-STATE_FILE = "state.json"
 
 
 @dataclass
@@ -27,6 +26,7 @@ class IterationRecord:
     games: int = 0
     positions: int = 0
     generate_s: float = 0.0
+    """Seconds of each step, the sessions a kill cut short included (``pipeline.clock``)."""
     train_s: float = 0.0
     evaluate_s: float = 0.0
     accepted: bool = False
@@ -59,14 +59,19 @@ class RunState:
     current: dict[str, Any] = field(default_factory=dict)
     """Partial results of the iteration under way (generation stats, timings)."""
     iterations: list[IterationRecord] = field(default_factory=list)
+    config_sha256: str = ""
+    """SHA-256 of config.toml as the run's first start wrote it: the run's identity."""
+    metrics_lines: int = -1
+    """Rows of metrics.jsonl when this state was saved (a resume cuts back to them); -1 in a
+    state written before it was kept."""
 
     def save(self, run_dir: Path) -> None:
         data = json.dumps(plain(dataclasses.asdict(self)), indent=1, allow_nan=False)
-        atomic_write_text(run_dir / STATE_FILE, data)
+        atomic_write_text(run_dir / STATE, data)
 
     @classmethod
     def load(cls, run_dir: Path) -> RunState | None:
-        path = run_dir / STATE_FILE
+        path = run_dir / STATE
         if not path.exists():
             return None
         try:

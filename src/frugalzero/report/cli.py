@@ -22,10 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from frugalzero.layout import REPORT, RunLayout
     from frugalzero.report import write_report
 
     runs = [Path(r) for r in args.runs]
-    default = runs[0] / "report.html" if len(runs) == 1 else Path("report.html")
+    default = RunLayout(runs[0]).report if len(runs) == 1 else Path(REPORT)
     out = write_report(runs, Path(args.out) if args.out else default)
     print(out)
     return 0

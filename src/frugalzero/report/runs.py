@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.errors import UserError
+from frugalzero.layout import CONFIG, STATE, RunLayout
 from frugalzero.train.metrics import read_metrics
-
-STATE = "state.json"
 
 
 @dataclass
@@ -43,9 +42,10 @@ class RunData:
 
 def read_run(path: Path) -> RunData:
     """The run in ``path``; a folder that holds no run is a one-line error."""
-    state_path, config_path = path / STATE, path / "config.toml"
+    run = RunLayout(path)
+    state_path, config_path = run.state, run.config
     if not state_path.is_file() or not config_path.is_file():
-        raise UserError(f"{path}: not a run directory (no {STATE} and config.toml)")
+        raise UserError(f"{path}: not a run directory (no {STATE} and {CONFIG})")
     try:
         state = json.loads(state_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -55,7 +55,7 @@ def read_run(path: Path) -> RunData:
         config = tomllib.loads(config_text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{config_path}: bad TOML ({exc})") from None
-    ladder_path = path / "ladder.json"
+    ladder_path = run.ladder
     return RunData(
         name=path.resolve().name,
         path=path,
@@ -63,8 +63,8 @@ def read_run(path: Path) -> RunData:
         method=str(config.get("method", "?")),
         arch=str(config.get("net", {}).get("arch", "?")),
         iterations=list(state.get("iterations", [])),
-        training=[r for r in read_metrics(path / "train") if r.get("kind") in ("train", "swa")],
+        training=[r for r in read_metrics(run.train) if r.get("kind") in ("train", "swa")],
         ladder=json.loads(ladder_path.read_text()) if ladder_path.is_file() else None,
-        pgn_files=sorted((path / "matches").glob("*.pgn")),
+        pgn_files=sorted(run.matches.glob("*.pgn")),
         elapsed_s=float(state.get("elapsed_s", 0.0)),
     )

@@ -6,6 +6,7 @@ import argparse
 
 from frugalzero.config_cli import add_config_flags, config_from_args
 from frugalzero.nn.shipped import NET_HELP
+from frugalzero.runtime.lock import hold, holds_locks
 
 # short flags of the docs and scripts
 ALIASES = {
@@ -40,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_selfplay)
 
 
+@holds_locks
 def _selfplay(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -57,7 +59,7 @@ def _selfplay(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     net_path = resolve_net_path(args.net)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    hold(out)  # one writer at a time
     stamp = time.strftime("%Y%m%d-%H%M%S")
     prefix = f"{config.method}-{stamp}-s{config.seed}"
     atomic_write_text(out / f"{prefix}.config.toml", dump_toml(to_dict(config)))

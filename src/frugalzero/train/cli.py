@@ -6,15 +6,17 @@ import argparse
 from pathlib import Path
 
 from frugalzero.config_cli import add_config_flags, config_from_args
+from frugalzero.layout import AVERAGE, METRICS, NET, TRAIN_CONFIG
+from frugalzero.runtime.lock import hold, holds_locks
 
 # files a run directory holds; --restart removes exactly these
 RUN_FILES = (
     "train_state.json",
     "train_state-*.safetensors",
-    "metrics.jsonl",
-    "train_config.toml",
-    "net.safetensors",
-    "average.safetensors",
+    METRICS,
+    TRAIN_CONFIG,
+    NET,
+    AVERAGE,
     "validation.json",
 )
 RUN_DIRS = ("nets", "tensorboard")
@@ -81,6 +83,7 @@ def _initial_net(args: argparse.Namespace, seed: int):
     return PolicyValueNet(config), "", f"new {arch}"
 
 
+@holds_locks
 def _train(args: argparse.Namespace) -> int:
     import signal
     import time
@@ -100,6 +103,7 @@ def _train(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(out)
     if args.window < 0:
         raise UserError("--window must not be negative")
+    hold(run_dir)  # one training at a time in a run directory
     if args.restart:
         clear_run_dir(run_dir)
     console = stderr_console()
@@ -151,7 +155,7 @@ def _train(args: argparse.Namespace) -> int:
         finally:
             signal.signal(signal.SIGINT, previous)
             trainer.metrics.close()
-    atomic_write_bytes(out, (run_dir / "net.safetensors").read_bytes())
+    atomic_write_bytes(out, (run_dir / NET).read_bytes())
     atomic_write_text(run_dir / "out.txt", str(out.resolve()))
     emit(_result(summary, trainer, out, source, train, holdout, started), args.json, title="train")
     return 0
@@ -167,7 +171,7 @@ def _finished(run_dir: Path) -> str:
     if data.get("progress", {}).get("iteration", 0) < 1:
         return ""
     marker = run_dir / "out.txt"
-    return marker.read_text() if marker.exists() else str(run_dir / "net.safetensors")
+    return marker.read_text() if marker.exists() else str(run_dir / NET)
 
 
 def _result(summary, trainer, out: Path, source, train, holdout, started) -> dict:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-METRICS = "metrics.jsonl"
+from frugalzero.layout import METRICS
 
 
 def _plain(value: Any) -> Any:

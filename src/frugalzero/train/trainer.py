@@ -34,6 +34,7 @@ import torch
 from frugalzero.config import dump_toml, to_dict
 from frugalzero.data.loader import TrainingBatch
 from frugalzero.errors import UserError
+from frugalzero.layout import AVERAGE, NET, TRAIN_CONFIG
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
 from frugalzero.nn.model import PolicyValueNet, value_from_output
 from frugalzero.runtime.device import (
@@ -52,7 +53,7 @@ from frugalzero.train.config import TrainConfig, lambda_at
 from frugalzero.train.data import SampleSet
 from frugalzero.train.feed import BatchFeed, auto_prefetch, make_batch
 from frugalzero.train.loss import LossSums, l2_term, loss_sums, pick_value, value_target
-from frugalzero.train.metrics import MetricsLog
+from frugalzero.train.metrics import MetricsLog, read_metrics
 from frugalzero.train.optim import (
     kernels,
     main_phase_lr,
@@ -61,9 +62,6 @@ from frugalzero.train.optim import (
     skip_if_not_finite,
 )
 
-NET_FILE = "net.safetensors"
-AVERAGE_FILE = "average.safetensors"
-CONFIG_FILE = "train_config.toml"
 PHASES = ("main", "swa", "publish", "average", "validate")
 _PHASE_SEED = {"main": 0, "swa": 1, "bn": 2}
 # fields that may differ when resuming in the middle of an iteration: they change speed or
@@ -80,6 +78,11 @@ _OPERATIONAL = {
 
 class TrainingInterrupted(KeyboardInterrupt):
     """Training stopped on request; the state was saved and the same call resumes it."""
+
+
+class TrainingDiverged(UserError):
+    """The loss or the weights stopped being finite: training stops before anything is
+    written (no checkpoint, no net), so the last checkpoint holds the last good weights."""
 
 
 @dataclass
@@ -200,8 +203,9 @@ class Trainer:
         self.on_step = on_step
         self.stop_requested = False
         self.run_progress: Callable[[], float] | None = None
-        """Set by a run that anneals once over its budget: the share of it spent so far, which
-        then places each main-phase step on the cosine instead of the phase's own steps."""
+        """The share of a run's budget spent so far, for a run that anneals once over it
+        (``configure``): it places each main-phase step on the cosine instead of the phase's
+        own steps."""
         self._model: Any = self.net
         self.compiled = False
         self._skipped = torch.zeros((), device=self.device)  # steps skipped since the last save
@@ -231,6 +235,25 @@ class Trainer:
         summary["seconds"] = round(time.perf_counter() - started, 1)
         self.end_iteration(summary)
         return summary
+
+    def configure(
+        self, config: TrainConfig, run_progress: Callable[[], float] | None = None
+    ) -> None:
+        """The settings of the next (or the stopped) iteration, and the run's budget share for
+        a run annealing over its budget. Settings may change between iterations; an iteration
+        stopped mid-way goes on only with the ones it started with."""
+        self._check_resumable(to_dict(self.config), config, self.progress)
+        self.config = config
+        self.run_progress = run_progress
+
+    def iteration_summary(self, number: int) -> dict[str, Any]:
+        """What ``run_iteration`` returned for iteration ``number`` (from the metrics): for a
+        caller resuming after that iteration finished but before it took the result."""
+        for record in reversed(read_metrics(self.run_dir, "iteration")):
+            if record.get("iteration") == number:
+                keys = ("kind", "iteration", "step", "time")
+                return {"iteration": number, **{k: v for k, v in record.items() if k not in keys}}
+        return {"iteration": number}
 
     @property
     def number(self) -> int:
@@ -291,7 +314,7 @@ class Trainer:
     def publish(self) -> Path:
         """Write the traversing net (``net.safetensors``, and ``nets/iter-NNNN`` numbered from 1
         with ``keep_iteration_nets``)."""
-        path = self.run_dir / NET_FILE
+        path = self.run_dir / NET
         if self._passed("publish"):
             return path
         p = self.progress
@@ -299,6 +322,7 @@ class Trainer:
             f"frugalzero train: iteration {self.number}, {self.config.optimizer}, "
             f"swa {self.config.swa_cycles} cycles"
         )
+        self.check_finite()
         meta = NetMeta(self.net.config, training_step=p.global_step, parent=p.parent or None)
         meta.notes = notes
         written = save_net(self.net, path, meta)
@@ -312,7 +336,7 @@ class Trainer:
 
     def update_average(self, train: SampleSet) -> Path:
         """Fold the published net into the averaging network; recompute its batch norm."""
-        path = self.run_dir / AVERAGE_FILE
+        path = self.run_dir / AVERAGE
         if self._passed("average"):
             return path
         self.average.update(self.net)
@@ -428,8 +452,28 @@ class Trainer:
 
     # ---- checkpoints ------------------------------------------------------------------------
 
+    def check_finite(self) -> None:
+        """TrainingDiverged when a loss since the last check, or a weight, is not finite (one
+        device sync: called where the trainer writes or logs, not every step)."""
+        sums = (self._acc.sums, self._phase_acc.sums)
+        losses = torch.stack([s[k] for s in sums for k in ("policy", "value")])
+        weights = [t for t in self.net.state_dict().values() if t.is_floating_point()]
+        finite = torch.stack([torch.isfinite(t).all() for t in weights])
+        loss_ok, weights_ok = bool(torch.isfinite(losses).all()), bool(finite.all())
+        if loss_ok and weights_ok:
+            return
+        what = "the loss" if not loss_ok else "the weights"
+        raise TrainingDiverged(
+            f"{self.run_dir}: training diverged: {what} stopped being finite by step "
+            f"{self.progress.global_step} (iteration {self.number}, phase "
+            f"{self.progress.phase}); no net written. Lower the learning rate (lr "
+            f"{self.config.resolved_lr():g}) and train again from the last checkpoint or the start"
+        )
+
     def save(self) -> None:
-        """Checkpoint everything a continuation needs (atomic; see state.py)."""
+        """Checkpoint everything a continuation needs (atomic; see state.py); never weights
+        that are not finite (``check_finite``)."""
+        self.check_finite()
         p = self.progress
         p.metrics_lines = self.metrics.lines
         p.skipped_steps += int(self._skipped.item())  # the one sync for the skips
@@ -463,16 +507,8 @@ class Trainer:
         if data.get("architecture") != arch:
             raise UserError(f"{where}: field architecture differs from the network given")
         progress = Progress(**data["progress"])
-        mid_iteration = not (progress.phase == "main" and progress.step == 0)
-        if mid_iteration:
-            saved, now = data["config"], to_dict(self.config)
-            for key in sorted(set(saved) | set(now)):
-                if key not in _OPERATIONAL and saved.get(key) != now.get(key):
-                    raise UserError(
-                        f"{where}: field {key} was {saved.get(key)!r} when iteration "
-                        f"{progress.iteration} stopped, now {now.get(key)!r}; resume with the "
-                        "same settings (they may change between iterations)"
-                    )
+        self._check_resumable(data["config"], self.config, progress)
+        mid_iteration = _mid_iteration(progress)
         self.progress = progress
         self.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
         if data["config"]["optimizer"] == self.config.optimizer:  # else: a fresh optimiser
@@ -496,11 +532,26 @@ class Trainer:
         if not mid_iteration:
             self._write_config()
 
+    def _check_resumable(
+        self, saved: dict[str, Any], config: TrainConfig, progress: Progress
+    ) -> None:
+        """An iteration stopped mid-way goes on only with the settings it started with."""
+        if not _mid_iteration(progress):
+            return
+        now = to_dict(config)
+        for key in sorted(set(saved) | set(now)):
+            if key not in _OPERATIONAL and saved.get(key) != now.get(key):
+                raise UserError(
+                    f"{self.run_dir / st.STATE_JSON}: field {key} was {saved.get(key)!r} when "
+                    f"iteration {progress.iteration} stopped, now {now.get(key)!r}; resume "
+                    "with the same settings (they may change between iterations)"
+                )
+
     def _write_config(self) -> None:
-        atomic_write_text(self.run_dir / CONFIG_FILE, dump_toml(to_dict(self.config)))
+        atomic_write_text(self.run_dir / TRAIN_CONFIG, dump_toml(to_dict(self.config)))
 
     def _load_average(self) -> PolicyValueNet | None:
-        path = self.run_dir / AVERAGE_FILE
+        path = self.run_dir / AVERAGE
         if not path.exists():
             return None
         net, _ = load_net(path, self.device)
@@ -579,6 +630,7 @@ class Trainer:
         if cycle and p.step % cycle == 0:
             self.swa_average.update(self.net)
         if p.step % c.log_every == 0 or p.step == total:
+            self.check_finite()
             record = self._acc.record()
             record["lr"] = lr
             if phase == "main":
@@ -654,6 +706,10 @@ class Trainer:
         if self.compiled or mode == "off" or (mode == "auto" and samples < 1_000_000):
             return
         self._model, self.compiled = compile_module(self.net, self.device)
+
+
+def _mid_iteration(progress: Progress) -> bool:
+    return not (progress.phase == "main" and progress.step == 0)
 
 
 def _add(a: LossSums, b: LossSums) -> LossSums:

@@ -4,8 +4,12 @@ has ours); this module knows nothing of networks or trees.
 
 Anything malformed (an unknown command, a bad FEN, an illegal move, ``go nodes abc``) is
 answered with ``info string …`` and ignored: the engine keeps answering and never starts an
-unbounded search unless told ``go infinite``, ``go ponder`` (until ``ponderhit``) or ``go mate``
-(until the mate is proven)."""
+unbounded search unless told ``go infinite`` or ``go ponder`` (until ``stop`` or
+``ponderhit``). Every other ``go`` ends by itself: ``go nodes 0`` searches one node, ``go mate
+N`` stops at the proven mate or after ``MATE_NODES``, ``go mate 0`` is a plain search. A refused
+``position`` leaves no position (a ``go`` then answers ``bestmove 0000`` with the reason, never
+a move of the previous position), and the end of input answers a pending ``go`` before the
+engine exits, as Stockfish does."""
 
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from frugalzero.runtime.collector import PausedGC
 from frugalzero.uci.timeman import TimeBudget, plan, side_clock
 
 ENGINE_NAME = "frugalzero"
+MATE_NODES = 1_000_000
+"""Nodes a ``go mate N`` without another limit searches at most, where no mate is proven."""
 
 
 @dataclass
@@ -241,7 +247,7 @@ class UciEngine:
         self._hit_at = 0.0  # when ponderhit came
         self._quiet = False  # after quit: nothing more is written
         self.failed = False  # the searcher could not start: the engine stopped
-        self.history = GameHistory(self._start_board())
+        self.history: GameHistory | None = GameHistory(self._start_board())
 
     # -- output ---------------------------------------------------------------------------------
     def send(self, line: str) -> None:
@@ -270,6 +276,8 @@ class UciEngine:
                         break
                 except Exception as exc:  # the engine must survive anything a GUI sends
                     self.info_string(f"error: {exc!r} on {line!r}")
+            else:  # end of input, no quit: the pending go is answered, then the engine ends
+                self._finish_search()
             with self._lock:
                 self._quiet = True  # UCI: no bestmove (nor anything else) after quit
             self._finish_search()
@@ -368,8 +376,9 @@ class UciEngine:
         self._wait_search()
         try:
             board, moves = parse_position(args, self._start_board())
-        except ValueError as exc:
-            self.info_string(f"{exc}; position unchanged")
+        except ValueError as exc:  # the GUI's game is not the last position either
+            self.history = None
+            self.info_string(f"{exc}; no position until the next valid one")
             return
         history = GameHistory(board)
         for move in moves:
@@ -382,6 +391,10 @@ class UciEngine:
             limits = parse_go(args)
         except ValueError as exc:
             self.info_string(f"{exc}; go ignored")
+            return
+        if self.history is None:
+            self.info_string("go: no position (the last position command was refused)")
+            self.send("bestmove 0000")
             return
         board = self.history.board
         legal = list(board.legal_moves)
@@ -414,12 +427,19 @@ class UciEngine:
         budget = time_budget(limits, job.history.board.turn, int(self.values["moveoverhead"]))
         if budget is not None:
             budget = budget.spent(time.monotonic() - clock_start)
-        bounded = limits.infinite or budget is not None or limits.nodes is not None
-        if not bounded and limits.mate is None:
+        nodes, mate = limits.nodes, limits.mate
+        if nodes == 0:
+            self.info_string("go nodes 0: searching one node")
+            nodes = 1
+        if mate == 0:
+            self.info_string("go mate 0: no mate in 0 to look for; searching without it")
+            mate = None
+        bounded = limits.infinite or budget is not None or nodes is not None
+        if not bounded and mate is not None:
+            nodes = MATE_NODES  # where there is no mate, the search still ends
+        elif not bounded:
             self.info_string("go without limits: searching the default node count")
-        return SearchRequest(
-            job.history, limits.nodes, budget, limits.infinite, job.searchmoves, limits.mate
-        )
+        return SearchRequest(job.history, nodes, budget, limits.infinite, job.searchmoves, mate)
 
     def _search(self, job: _Go) -> None:
         board = job.history.board

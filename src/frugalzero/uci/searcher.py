@@ -48,10 +48,14 @@ def searcher_options(default_nodes: int) -> list[Option]:
 
 
 def _number(text: str) -> float:
+    """A finite number (``nan`` and ``inf`` parse as floats, but mean nothing here)."""
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ValueError("must be a number") from None
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
 
 
 def network_layout(threads: int, cores: int, cpu: bool) -> tuple[int, int]:
@@ -140,7 +144,9 @@ class NetSearcher:
             self.batch = int(value)
             self.tree = None
         elif name == "Temperature":
-            self.temperature = max(0.0, _number(value))
+            if _number(value) < 0:
+                raise ValueError("must be >= 0 (0 plays the best move)")
+            self.temperature = float(value)
         elif name == "PolicyTemperature":
             if not _number(value) > 0:
                 raise ValueError("must be > 0")

@@ -1,0 +1,115 @@
+"""A run's identity: its ``config.toml``, written at the first start and never rewritten.
+
+Every net, shard and match of a run was made with that config, so a resume reads it back and
+refuses whatever would change it (a flag, ``--set``, a deleted or edited file) instead of
+going on under other settings while the run's data says otherwise. Its SHA-256 is kept in
+``state.json``, so an edit is noticed. The fields of ``OPERATIONAL`` say where the work runs,
+not what it makes: a resumed session may set them for itself (the file keeps the first
+value).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from typing import Any
+
+from frugalzero.config import dump_toml, from_dict, to_dict
+from frugalzero.errors import UserError
+from frugalzero.layout import CONFIG, DATA, MATCHES, METRICS, NETS, STATE, TRAIN, RunLayout
+from frugalzero.pipeline.config import RunConfig
+from frugalzero.pipeline.state import RunState
+from frugalzero.runtime.files import atomic_write_text
+
+OPERATIONAL = ("ray",)
+# what a run writes besides its config and state: present without state.json, the run's
+# progress is unknown
+_RUN_FILES = (DATA, NETS, TRAIN, MATCHES, METRICS)
+
+
+def config_text(config: RunConfig) -> str:
+    return dump_toml(to_dict(config))
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def open_run(layout: RunLayout, config: RunConfig) -> RunState:
+    """The state of the run in ``layout`` for a session with ``config``: a new run's first
+    state (its config.toml written first), or a stopped run's, after checking that
+    ``config`` is the run's own. Anything else is a one-line UserError saying what to do."""
+    state = RunState.load(layout.root)
+    if state is not None:
+        _check_same(layout, config, state.config_sha256)
+        if not state.config_sha256:  # a run from before the hash was kept
+            state.config_sha256 = digest(layout.config.read_text(encoding="utf-8"))
+        return state
+    if layout.config.is_file():  # stopped between writing its config and its first state
+        _check_same(layout, config, "")
+        text = layout.config.read_text(encoding="utf-8")
+    else:
+        found = [name for name in _RUN_FILES if (layout.root / name).exists()]
+        if found:
+            raise UserError(
+                f"{layout.root}: holds a run's {found[0]} but no {STATE} or {CONFIG}, so "
+                "what it did is unknown; start a new run in another --dir"
+            )
+        text = config_text(config)
+        atomic_write_text(layout.config, text)
+    state = RunState(config_sha256=digest(text), metrics_lines=0)
+    state.save(layout.root)
+    return state
+
+
+def _check_same(layout: RunLayout, config: RunConfig, sha256: str) -> None:
+    path = layout.config
+    if not path.is_file():
+        raise UserError(
+            f"{path}: missing, and it is what this run was made with; restore it to resume, "
+            "or start a new run in another --dir"
+        )
+    text = path.read_text(encoding="utf-8")
+    if sha256 and digest(text) != sha256:
+        raise UserError(
+            f"{path}: changed since the run started (its SHA-256 is not the one in {STATE}); "
+            f"restore it to resume, or start a new run from it: frugalzero run --config {path} "
+            "--dir NEW_DIR"
+        )
+    try:
+        saved = from_dict(RunConfig, tomllib.loads(text), str(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: bad TOML ({exc})") from None
+    changed = first_difference(to_dict(saved), to_dict(config))
+    if changed is not None:
+        key, old, new = changed
+        raise UserError(
+            f"{key}: this run was made with {_toml(old)}, and a resume keeps its {CONFIG} "
+            f"(so not {_toml(new)}); for a run with it: frugalzero run --config {path} "
+            f"--set {key}={_toml(new)} --dir NEW_DIR"
+        )
+
+
+def first_difference(
+    old: dict[str, Any], new: dict[str, Any], prefix: str = ""
+) -> tuple[str, Any, Any] | None:
+    """(dotted key, old value, new value) of the first field that differs, leaving out the
+    ``OPERATIONAL`` ones; None when the configs are the same run."""
+    for key in sorted(set(old) | set(new)):
+        name = f"{prefix}{key}"
+        if name in OPERATIONAL:
+            continue
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            found = first_difference(a, b, f"{name}.")
+            if found is not None:
+                return found
+        elif a != b:
+            return name, a, b
+    return None
+
+
+def _toml(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    return dump_toml({"v": value}).strip()[len("v = ") :]

@@ -1,0 +1,405 @@
+"""Faults and bad input, probed as a hostile user would (docs/reliability.md lists what each
+test holds): a run's identity, one writer per directory, numbers checked where they enter,
+nets that are not finite, one line for every file the machine refuses, damaged input files,
+and the bookkeeping of a killed run. The run killed many times is tests/test_chaos.py."""
+
+from __future__ import annotations
+
+import bz2
+import errno
+import gzip
+import json
+import lzma
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save as st_save
+
+from frugalzero.cli import main
+from frugalzero.config import load_config
+from frugalzero.data import codec
+from frugalzero.data.records import GameRecord
+from frugalzero.data.shards import MAGIC, ShardError, shard_bytes, shard_info, write_shard
+from frugalzero.data.synthetic import selfplay_like_games
+from frugalzero.errors import UserError
+from frugalzero.layout import RunLayout
+from frugalzero.nn.checkpoint import NetFileError, NetMeta, load_net, save_net
+from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.pipeline.clock import RunClock
+from frugalzero.pipeline.config import RunConfig
+from frugalzero.pipeline.generate import GAMES_PER_SHARD, InOrder
+from frugalzero.pipeline.identity import open_run
+from frugalzero.pipeline.state import RunState
+from frugalzero.runtime.files import atomic_write_text
+from frugalzero.runtime.interpreter import own_code_env
+from frugalzero.runtime.lock import DirectoryLock
+
+GAME = '[Event "g{i}"]\n[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n\n'
+
+
+def _error(capsys, argv: list[str], code: int = 2) -> str:
+    """The one line a refused command ends with (a progress bar may stand above it; no
+    traceback)."""
+    capsys.readouterr()
+    assert main(argv) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [line for line in err if "error" in line.lower()] == err[-1:], err
+    assert err[-1].startswith("frugalzero: error: ") and "Traceback" not in " ".join(err)
+    return err[-1]
+
+
+# -- 1. a run's identity --------------------------------------------------------------------
+
+
+@pytest.fixture()
+def stopped_run(tmp_path) -> Path:
+    """A run directory as its first start leaves it (config.toml, then state.json)."""
+    run_dir = tmp_path / "run"
+    open_run(RunLayout(run_dir), load_config(RunConfig, "smoke"))
+    return run_dir
+
+
+def test_a_resume_refuses_every_flag_that_would_change_the_run(stopped_run, capsys):
+    config = (stopped_run / "config.toml").read_bytes()
+    line = _error(capsys, ["run", "--dir", str(stopped_run), "--set", "net.arch=small"])
+    assert 'net.arch: this run was made with "tiny"' in line
+    assert f'--config {stopped_run / "config.toml"} --set net.arch="small" --dir' in line
+    line = _error(capsys, ["run", "--dir", str(stopped_run), "--method", "selfplay"])
+    assert 'method: this run was made with "sfgames"' in line
+    line = _error(capsys, ["run", "--dir", str(stopped_run), "--set", "budget.iterations=3"])
+    assert "budget.iterations: this run was made with 2" in line
+    assert (stopped_run / "config.toml").read_bytes() == config  # never rewritten
+    # the same values, and where the work runs, are no change
+    same = load_config(RunConfig, "smoke", ["ray=local"])
+    open_run(RunLayout(stopped_run), same)
+
+
+def test_a_missing_or_edited_config_is_refused_not_replaced(stopped_run, capsys):
+    path = stopped_run / "config.toml"
+    text = path.read_text()
+    path.write_text(text.replace("iterations = 2", "iterations = 5"))
+    line = _error(capsys, ["run", "--dir", str(stopped_run)])
+    assert "changed since the run started" in line and f"--config {path}" in line
+    path.unlink()
+    line = _error(capsys, ["run", "--dir", str(stopped_run)])
+    assert f"{path}: missing" in line
+    assert not path.exists()  # not replaced by the defaults
+    (stopped_run / "state.json").unlink()
+    (stopped_run / "nets").mkdir()
+    line = _error(capsys, ["run", "--dir", str(stopped_run)])
+    assert "holds a run's nets but no state.json or config.toml" in line
+
+
+# -- 2. one writer per directory --------------------------------------------------------------
+
+
+def test_a_second_writer_is_refused_with_the_holders_pid(tmp_path, capsys):
+    run_dir, out = tmp_path / "run", tmp_path / "games"
+    code = (
+        "import sys, time\n"
+        "from frugalzero.runtime.lock import DirectoryLock\n"
+        "locks = [DirectoryLock(p).acquire() for p in sys.argv[1:]]\n"
+        "print('held', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(run_dir), str(out)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=own_code_env(),
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for argv in (
+            ["run", "--preset", "smoke", "--dir", str(run_dir)],
+            ["sfgames", "--games", "2", "--out", str(out)],
+            ["import-pgn", str(tmp_path / "none.pgn"), "--out", str(out)],
+        ):
+            line = _error(capsys, argv)
+            assert f"in use by another frugalzero command (pid {holder.pid})" in line, argv
+        assert not (run_dir / "config.toml").exists()  # the refused run wrote nothing
+    finally:
+        holder.kill()
+        holder.wait()
+    with DirectoryLock(run_dir):  # the lock ended with its holder (kill -9 too)
+        pass
+
+
+# -- 3. nets whose weights are not finite -----------------------------------------------------
+
+
+def _nan_net_file(path: Path) -> None:
+    """A network file with a NaN weight and a valid checksum (as a diverged run wrote)."""
+    from frugalzero.nn import checkpoint
+
+    net = PolicyValueNet(architecture("tiny"))
+    with torch.no_grad():
+        next(net.parameters())[0, 0, 0, 0] = float("nan")
+    tensors = {k: v.contiguous() for k, v in net.state_dict().items()}
+    meta = NetMeta(net.config)
+    meta.net_id = checkpoint._digest(tensors).hexdigest()[:16]
+    body = meta.to_json()
+    checksum = checkpoint._checksum(body, checkpoint._digest(tensors).hexdigest())
+    header = {checkpoint._META_KEY: json.dumps(body), "checksum": checksum}
+    path.write_bytes(st_save(tensors, metadata=header))
+
+
+def test_nets_that_are_not_finite_are_refused_on_load_and_on_save(tmp_path, capsys):
+    bad = tmp_path / "nan.safetensors"
+    _nan_net_file(bad)
+    line = _error(capsys, ["net", "info", str(bad)])
+    assert str(bad) in line and "not finite" in line
+    with pytest.raises(NetFileError, match="not finite"):
+        load_net(bad)  # every loader goes through load_net: uci, match, train --net, ...
+    net = PolicyValueNet(architecture("tiny"))
+    with torch.no_grad():
+        next(net.parameters()).fill_(float("inf"))
+    with pytest.raises(NetFileError, match="not finite"):
+        save_net(net, tmp_path / "inf.safetensors")
+    assert not list(tmp_path.glob("*inf*"))  # nothing written, no temporary left
+
+
+def test_a_diverging_training_stops_with_one_line_and_writes_no_net(tmp_path, capsys):
+    shards = tmp_path / "shards"
+    write_shard(shards / "a.fzs", selfplay_like_games(4, seed=1))
+    out = tmp_path / "net.safetensors"
+    argv = ["train", "--data", str(shards), "--arch", "tiny", "--out", str(out)]
+    argv += ["--steps", "4", "--swa-cycles", "0", "--set", "batch_size=32", "--set", "log_every=1"]
+    line = _error(capsys, [*argv, "--lr", "inf"])
+    assert "lr: inf is not a finite number" in line
+    line = _error(capsys, [*argv, "--lr", "1e30"])
+    assert "training diverged" in line and "no net written" in line
+    run = tmp_path / "net.run"
+    assert not out.exists() and not (run / "net.safetensors").exists()
+
+
+# -- 5. one line for every file operation the machine refuses --------------------------------
+
+
+def test_a_path_that_cannot_be_written_is_one_line_naming_it(tmp_path, capsys, stopped_run):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for argv in (
+        ["net", "new", "--arch", "tiny", "--out", str(blocker / "x.safetensors")],
+        ["run", "--preset", "smoke", "--dir", str(blocker / "run")],
+        ["import-pgn", str(blocker), "--out", str(blocker / "shards")],
+        ["report", str(stopped_run), "--out", str(blocker / "report.html")],
+    ):
+        line = _error(capsys, argv, code=1)
+        assert f"cannot create the directory {blocker}" in line, argv
+    epd = tmp_path / "one.epd"
+    epd.write_text("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - bm e5;\n")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for argv, says in (
+        (["eval-epd", str(epd), "--engine", "random", "--write", str(folder)], "write"),
+        (["match", "random", "random", "--games", "2", "--pgn", str(folder)], "open"),
+    ):
+        line = _error(capsys, argv, code=1)  # after the games were played
+        assert line.endswith(f"cannot {says} {folder}: Is a directory"), argv
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")],
+)
+def test_a_full_or_read_only_disk_is_one_line_and_loses_nothing(
+    tmp_path, capsys, monkeypatch, code, reason
+):
+    path = tmp_path / "state.json"
+    atomic_write_text(path, "the old state")
+
+    def refuse(fd):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "fsync", refuse)
+    line = _error(capsys, ["net", "new", "--arch", "tiny", "--out", str(tmp_path / "n")], code=1)
+    assert line == f"frugalzero: error: cannot write {tmp_path / 'n'}: {reason}"
+    with pytest.raises(OSError):
+        atomic_write_text(path, "the new state")
+    monkeypatch.undo()
+    assert path.read_text() == "the old state"  # the old file whole, no temporary beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
+# -- 6. damaged input files -------------------------------------------------------------------
+
+
+def _import(capsys, tmp_path, file: Path) -> tuple[int, dict]:
+    capsys.readouterr()
+    argv = ["import-pgn", str(file), "--out", str(tmp_path / f"out-{file.name}")]
+    code = main([*argv, "--workers", "1", "--json"])
+    captured = capsys.readouterr()
+    return code, {"summary": json.loads(captured.out), "err": captured.err}
+
+
+def test_a_cut_gzip_keeps_and_counts_the_games_before_the_cut(tmp_path, capsys):
+    data = gzip.compress("".join(GAME.format(i=i) for i in range(400)).encode())
+    cut = tmp_path / "cut.pgn.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    code, got = _import(capsys, tmp_path, cut)
+    summary = got["summary"]
+    assert code == 1 and f"{cut}: damaged" in got["err"]
+    assert [d["file"] for d in summary["damaged_files"]] == [str(cut)]
+    assert 50 < summary["imported"] < 400  # the games before the cut, in the shards
+    assert summary["games"] == summary["imported"] + summary["skipped"]
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_a_file_not_in_its_names_format_is_named(tmp_path, capsys, suffix):
+    fake = tmp_path / f"games.pgn{suffix}"
+    fake.write_text(GAME.format(i=0))
+    code, got = _import(capsys, tmp_path, fake)
+    assert code == 1 and f"{fake}: damaged" in got["err"]
+    assert got["summary"]["games"] == 0 and got["summary"]["damaged_files"][0]["file"] == str(fake)
+    real = tmp_path / f"real.pgn{suffix}"
+    opener = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}[suffix]
+    real.write_bytes(opener(GAME.format(i=0).encode()))
+    code, got = _import(capsys, tmp_path, real)
+    assert code == 0 and got["summary"]["imported"] == 1
+
+
+def test_a_two_megabyte_header_line_skips_its_game_once(tmp_path, capsys):
+    big = '[Event "' + "x" * 2_000_000 + '"]\n[Result "1-0"]\n\n1. e4 e5 1-0\n\n'
+    pgn = tmp_path / "big.pgn"
+    pgn.write_text(big + GAME.format(i=1))
+    code, got = _import(capsys, tmp_path, pgn)
+    summary = got["summary"]
+    assert code == 0
+    assert (summary["games"], summary["imported"], summary["skipped"]) == (2, 1, 1)
+    assert summary["skipped_by_reason"] == {"too long": 1}
+
+
+def test_a_binary_opening_book_is_named(tmp_path, capsys):
+    book = tmp_path / "book.epd"
+    book.write_bytes(bytes(range(256)) * 8)
+    line = _error(
+        capsys, ["sfgames", "--games", "2", "--out", str(tmp_path / "g"), "--openings", str(book)]
+    )
+    assert f"{book}: not an opening book" in line
+
+
+def _safetensors(header: object, payload: bytes = b"") -> bytes:
+    head = json.dumps(header).encode()
+    return struct.pack("<Q", len(head)) + head + payload
+
+
+def test_crafted_network_headers_are_one_line_and_allocate_nothing(tmp_path, capsys):
+    good = tmp_path / "good.safetensors"
+    save_net(PolicyValueNet(architecture("tiny")), good)
+    meta = load_net(good)[1].to_json()
+    meta["architecture"].update(blocks=40, filters=30000)  # 32 GB of weights, claimed
+    entry = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+    crafted = {
+        "list": ([1, 2, 3], "not a JSON object"),
+        "offsets": ({"w": {"dtype": "F32", "shape": [2]}}, "data_offsets"),
+        "shape": ({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 8]}}, "does not fill"),
+        "huge": ({"w": {"dtype": "F32", "shape": [10**12], "data_offsets": [0, 4 * 10**12]}}, ""),
+        "string": ({"__metadata__": {"frugalzero": '"text"', "checksum": "x"}}, "JSON object"),
+        "claims": (
+            {"__metadata__": {"frugalzero": json.dumps(meta), "checksum": "x"}, "w": entry},
+            "does not match the stored weights",
+        ),
+    }
+    for name, (header, says) in crafted.items():
+        path = tmp_path / f"{name}.safetensors"
+        path.write_bytes(_safetensors(header, bytes(8)))
+        line = _error(capsys, ["net", "info", str(path)])
+        assert str(path) in line and says in line, (name, line)
+
+
+def test_shard_headers_missing_fields_or_of_the_wrong_type_are_named(tmp_path):
+    data = shard_bytes(codec.concat([codec.encode_game(g) for g in selfplay_like_games(1)]))
+    size = struct.unpack_from("<I", data, len(MAGIC))[0]
+    start = len(MAGIC) + 4
+    header = json.loads(data[start : start + size])
+    for name, change, says in (
+        ("noversion", lambda h: h.pop("version"), "no version"),
+        ("methods", lambda h: h.update(methods=["selfplay"]), "methods"),
+        ("games", lambda h: h.update(games="many"), "games"),
+    ):
+        h = dict(header)
+        change(h)
+        head = json.dumps(h).encode()
+        path = tmp_path / f"{name}.fzs"
+        path.write_bytes(MAGIC + struct.pack("<I", len(head)) + head)
+        with pytest.raises(ShardError, match=says) as caught:
+            shard_info(path, verify=False)
+        assert str(path) in str(caught.value)
+
+
+# -- 7. numbers checked where they enter ------------------------------------------------------
+
+
+def test_numbers_are_checked_before_any_work(tmp_path, capsys):
+    line = _error(capsys, ["config", "show", "--set", "net.arch=nope"])
+    assert "arch 'nope' is not one of tiny, small, medium, alphazero" in line
+    line = _error(capsys, ["config", "show", "--set", "train.lr=nan"])
+    assert "train.lr: nan is not a finite number" in line
+    line = _error(capsys, ["config", "show", "--set", "selfplay.search.c_init=inf"])
+    assert "inf is not a finite number" in line
+    run_dir = tmp_path / "run"
+    line = _error(
+        capsys, ["run", "--preset", "smoke", "--dir", str(run_dir), "--set", "evaluation.nodes=0"]
+    )
+    assert "evaluation: nodes must be >= 1" in line
+    assert not run_dir.exists()  # refused before anything was made
+    assert load_config(RunConfig, None, ["selfplay.search.nscl=inf"]).selfplay.search.nscl > 1e308
+    from frugalzero.evaluate.specs import parse_spec
+
+    with pytest.raises(UserError, match="elo and skill"):
+        parse_spec("stockfish?elo=1500&skill=5")
+
+
+# -- 8. the bookkeeping of a killed run ------------------------------------------------------
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.shards: list[list[str]] = [[]]
+
+    def add(self, record: GameRecord) -> None:
+        self.shards[-1].append(record.game_id)
+
+    def flush(self) -> None:
+        if self.shards[-1]:
+            self.shards.append([])
+
+
+def test_games_are_written_in_number_order_whatever_order_they_finish_in():
+    writer = _Writer()
+    numbers = list(range(3, GAMES_PER_SHARD + 5))
+    order = InOrder(writer, numbers)  # (0, 1, 2 were written before a kill)
+    finished = sorted(numbers, key=lambda n: (n * 7) % 11)  # an order workers might give
+    for n in finished:
+        if n == 9:
+            order.skip(n)  # given up by the engines
+        else:
+            order.add(n, GameRecord("", [], [], None, "sfgames", game_id=f"i1-s{n}"))
+    ids = [g for shard in writer.shards for g in shard]
+    assert ids == [f"i1-s{n}" for n in numbers if n != 9]
+    # shards close after every GAMES_PER_SHARD-th number, as in a run never killed
+    assert writer.shards[0][-1] == f"i1-s{GAMES_PER_SHARD - 1}"
+
+
+def test_the_time_before_a_kill_is_counted(tmp_path):
+    layout = RunLayout(tmp_path)
+    now = [100.0]
+    state = RunState(iteration=1, step="generate", elapsed_s=50.0)
+    state.current["generate_s"] = 10.0
+    clock = RunClock(layout, state, now=lambda: now[0])
+    now[0] += 36.0  # 36 s of games, then kill -9: state.json was not written again
+    clock.tick()
+    resumed = RunState(iteration=1, step="generate", elapsed_s=50.0)
+    resumed.current["generate_s"] = 10.0
+    RunClock(layout, resumed, now=lambda: 0.0)
+    assert resumed.elapsed_s == 86.0 and resumed.current["generate_s"] == 46.0
+    # a tick from before the state moved on is the state's own time already
+    later = RunState(iteration=1, step="train", elapsed_s=90.0)
+    RunClock(layout, later, now=lambda: 0.0)
+    assert later.elapsed_s == 90.0 and "train_s" not in later.current
