@@ -35,7 +35,8 @@ def stockfish() -> str:
 def tiny_net():
     import torch
 
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.config import architecture
+    from frugalzero.nn.model import PolicyValueNet
 
     torch.manual_seed(0)
     return PolicyValueNet(architecture("tiny")).eval()

@@ -212,7 +212,7 @@ def _bad_configs():
     from frugalzero.expert.engine import EngineConfig
     from frugalzero.expert.explore import ExploreConfig
     from frugalzero.expert.sfgames import SfGamesConfig
-    from frugalzero.nn.evaluator import EvaluatorConfig
+    from frugalzero.nn.config import EvaluatorConfig
     from frugalzero.pipeline.config import (
         BudgetConfig,
         EvaluationSection,

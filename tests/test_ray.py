@@ -173,7 +173,7 @@ def test_pipeline_generation_step_goes_through_ray(
 def test_a_worker_without_a_gpu_runs_its_net_on_the_cpu() -> None:
     """Explicitly: whatever Ray does with CUDA_VISIBLE_DEVICES, a worker given no GPU never
     puts its evaluator on CUDA; one given a share keeps the configured device."""
-    from frugalzero.nn.evaluator import EvaluatorConfig
+    from frugalzero.nn.config import EvaluatorConfig
     from frugalzero.scale.actors import SelfPlayWorker
 
     auto = EvaluatorConfig(device="auto")

@@ -13,7 +13,8 @@ import torch
 from frugalzero.data.loader import TrainingBatch
 from frugalzero.errors import UserError
 from frugalzero.nn.checkpoint import load_net
-from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.nn.config import architecture
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.train.averaging import WeightAverage, recompute_bn
 from frugalzero.train.config import TrainConfig, lambda_at
 from frugalzero.train.data import TensorSet

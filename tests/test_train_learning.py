@@ -24,7 +24,8 @@ from frugalzero.cli import main
 from frugalzero.data.selection import split_holdout
 from frugalzero.errors import UserError
 from frugalzero.expert.engine import resolve_command
-from frugalzero.nn.model import PolicyValueNet, architecture, value_from_output
+from frugalzero.nn.config import architecture
+from frugalzero.nn.model import PolicyValueNet, value_from_output
 from frugalzero.train.config import TrainConfig
 from frugalzero.train.data import PositionSet
 from frugalzero.train.trainer import Trainer

@@ -144,13 +144,6 @@ def test_with_two_seconds_on_the_clock_it_moves_well_under_a_second(raw_engine):
     assert time.monotonic() - started < 0.5
 
 
-def test_the_engine_answers_before_torch_is_loaded():
-    """The network loads in the background; the protocol and the searcher module need no torch
-    (a fresh interpreter, so other tests' imports do not count)."""
-    code = "import frugalzero.uci, sys; assert 'torch' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True, env=own_code_env())
-
-
 @pytest.fixture(scope="module")
 def searcher():
     searcher = NetSearcher("default", default_nodes=16)
@@ -236,7 +229,8 @@ def test_threads_take_effect_on_the_next_search(searcher):
 
 def test_show_wdl_takes_the_draws_from_a_wdl_head(tmp_path):
     from frugalzero.nn.checkpoint import save_net
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.config import architecture
+    from frugalzero.nn.model import PolicyValueNet
 
     path = tmp_path / "wdl.safetensors"
     save_net(PolicyValueNet(architecture("tiny", value_head="wdl")).eval(), path)

@@ -68,7 +68,8 @@ def _train_step(arch: str):
     trainer uses), channels-last."""
     import torch
 
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.config import architecture
+    from frugalzero.nn.model import PolicyValueNet
     from frugalzero.runtime.device import cpu_has_native_bf16, place
 
     torch.manual_seed(0)

@@ -16,7 +16,7 @@ import tempfile
 import time
 from typing import Any
 
-from frugalzero.nn.model import ARCHITECTURES
+from frugalzero.nn.config import ARCHITECTURES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from frugalzero.bench.timing import matmul_gflops, median
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.config import architecture
+    from frugalzero.nn.model import PolicyValueNet
     from frugalzero.train.config import TrainConfig
     from frugalzero.train.data import TensorSet
     from frugalzero.train.feed import BatchFeed, make_batch

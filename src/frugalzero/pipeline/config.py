@@ -10,7 +10,7 @@ from frugalzero.evaluate.adjudicate import AdjudicationConfig
 from frugalzero.evaluate.gating import GateConfig
 from frugalzero.expert.explore import ExploreConfig
 from frugalzero.expert.sfgames import SfGamesConfig
-from frugalzero.nn.evaluator import EvaluatorConfig
+from frugalzero.nn.config import EvaluatorConfig
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.train.config import TrainConfig
 

@@ -8,7 +8,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from frugalzero.nn.model import NetConfig, PolicyValueNet
+from frugalzero.nn.config import NetConfig
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.runtime.weights import arrays_to_state_dict, weights_to_arrays
 
 
