@@ -24,10 +24,11 @@ from pathlib import Path
 
 from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig
-from frugalzero.evaluate.elo import Z95, mle_ratings
+from frugalzero.evaluate.elo import mle_ratings
 from frugalzero.evaluate.match import MatchConfig, play_match
 from frugalzero.evaluate.pgn import GameOutcome
 from frugalzero.evaluate.specs import parse_spec
+from frugalzero.gamestats import Z95
 from frugalzero.runtime.files import atomic_write_text
 
 ANCHOR = ("glaurung?nodes=100000", 2793.0)

@@ -244,9 +244,9 @@ def _eval_epd(args: argparse.Namespace) -> int:
 
     from frugalzero.errors import UserError
     from frugalzero.evaluate.epd import best_moves, read_epd, write_epd
+    from frugalzero.gamestats import wilson
     from frugalzero.output import emit
     from frugalzero.runtime.cores import available_cores
-    from frugalzero.selfplay.stats import wilson
 
     positions, skipped = [], 0
     for name in args.epd:

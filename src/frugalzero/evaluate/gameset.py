@@ -1,5 +1,5 @@
 """A set of finished games read back from PGN and counted as search-contempt's paper counts
-them (``frugalzero.selfplay.stats``): by White's side, or by one player's whatever its colour.
+them (``frugalzero.gamestats``): by White's side, or by one player's whatever its colour.
 ``frugalzero games`` prints it; ``benchmarks/contempt_report.py`` tabulates it."""
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ def pgn_files(names: Sequence[str | Path]) -> list[Path]:
 
 
 def game_set(names: Sequence[str | Path], player: str = "", plies: int = 30) -> dict:
-    """``selfplay.stats.summary`` of the finished games in ``names``, with ``files``,
+    """``gamestats.summary`` of the finished games in ``names``, with ``files``,
     ``skipped`` (unreadable or unfinished) and, for a ``player``, its games only, counted from
     its side (``player_wins``/``opponent_wins``; ``other_games`` it did not play)."""
     from frugalzero.data.pgn import Skipped, parse_game, split_games
     from frugalzero.data.pgnwriter import RESULTS
-    from frugalzero.selfplay.stats import count_results, summary
+    from frugalzero.gamestats import count_results, summary
 
     files = pgn_files(names)
     games, results, skipped, others = [], [], 0, 0

@@ -26,10 +26,11 @@ from importlib import resources
 from pathlib import Path
 
 from frugalzero.errors import UserError
-from frugalzero.evaluate.elo import Z95, mle_ratings
+from frugalzero.evaluate.elo import mle_ratings
 from frugalzero.evaluate.match import MatchConfig, Tally, play_match
 from frugalzero.evaluate.pgn import RESULT_SCORE, PgnStats, read_headers
 from frugalzero.evaluate.specs import parse_spec
+from frugalzero.gamestats import Z95
 
 
 @dataclass(frozen=True)
