@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from frugalzero.results import BLACK_WINS, DRAW, WHITE_WINS
+
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
 REPEAT_PLIES = 30  # plies over which openings are compared
 
@@ -87,7 +89,7 @@ def _odds(p: float) -> float:
 def count_results(results: Iterable[str]) -> Results:
     """Tally PGN results ('1-0', '1/2-1/2', '0-1'; others are unfinished and skipped)."""
     tally = Counter(results)
-    return Results(tally["1-0"], tally["1/2-1/2"], tally["0-1"])
+    return Results(tally[WHITE_WINS], tally[DRAW], tally[BLACK_WINS])
 
 
 def summary(

@@ -35,6 +35,7 @@ def pgn_text(games: int, seed: int) -> str:
     import numpy as np
 
     from frugalzero.data.synthetic import selfplay_like_game
+    from frugalzero.results import result_code
 
     rng = np.random.default_rng(seed)
     out = []
@@ -47,7 +48,7 @@ def pgn_text(games: int, seed: int) -> str:
             Date="2024.01.01",
             White=f"player{i % 977}",
             Black=f"player{i % 769}",
-            Result={1: "1-0", -1: "0-1", 0: "1/2-1/2"}[int(record.result)],
+            Result=result_code(record.result),
             WhiteElo=str(1200 + i % 1300),
             BlackElo=str(1250 + i % 1200),
             TimeControl="180+2",

@@ -29,8 +29,8 @@ def game_set(names: Sequence[str | Path], player: str = "", plies: int = 30) -> 
     ``skipped`` (unreadable or unfinished) and, for a ``player``, its games only, counted from
     its side (``player_wins``/``opponent_wins``; ``other_games`` it did not play)."""
     from frugalzero.data.pgn import Skipped, parse_game, split_games
-    from frugalzero.data.pgnwriter import RESULTS
     from frugalzero.gamestats import count_results, summary
+    from frugalzero.results import result_code
 
     files = pgn_files(names)
     games, results, skipped, others = [], [], 0, 0
@@ -50,7 +50,7 @@ def game_set(names: Sequence[str | Path], player: str = "", plies: int = 30) -> 
                     if sides[0] != player:
                         result = -result
                 games.append((record.start_fen, record.moves))
-                results.append(RESULTS[result])
+                results.append(result_code(result))
     if not games:
         who = f" of {player}" if player else ""
         raise UserError(f"no finished games{who} in {', '.join(map(str, names))}")
