@@ -112,7 +112,7 @@ def summary(
         "white_pct_ci95": pct(results.white),
         "draw_pct_ci95": pct(results.draws),
         "black_pct_ci95": pct(results.black),
-        "decisive_over_draws_ci95": [round(x, 3) if math.isfinite(x) else None for x in odds],
+        "decisive_over_draws_ci95": [round(x, 3) for x in odds],  # inf: no game was drawn
         "repeated_after_move": {
             str(move): round(curve[2 * move - 1], 3) for move in (1, 2, 5, 10) if 2 * move <= plies
         },

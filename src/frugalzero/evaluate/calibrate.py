@@ -29,6 +29,7 @@ from frugalzero.evaluate.match import MatchConfig, play_match
 from frugalzero.evaluate.pgn import GameOutcome
 from frugalzero.evaluate.specs import parse_spec
 from frugalzero.gamestats import Z95
+from frugalzero.output import to_json
 from frugalzero.runtime.files import atomic_write_text
 
 ANCHOR = ("glaurung?nodes=100000", 2793.0)
@@ -130,7 +131,7 @@ class CalibrationState:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise UserError(f"{self.path}: unreadable calibration state ({exc})") from None
             for key, value in self.identity.items():
-                if data.get(key) != json.loads(json.dumps(value)):
+                if data.get(key) != json.loads(to_json(value)):
                     raise UserError(
                         f"{self.path}: made with another {key}; use another --state folder"
                     )
@@ -158,7 +159,7 @@ class CalibrationState:
             "games": self.games,
         }
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.path, json.dumps(data, indent=0))
+        atomic_write_text(self.path, to_json(data, indent=0))
 
 
 def run_calibration(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.errors import UserError
-from frugalzero.output import plain
+from frugalzero.output import to_json
 from frugalzero.runtime.files import atomic_write_text
 
 STATE_FILE = "state.json"
@@ -61,7 +61,7 @@ class RunState:
     iterations: list[IterationRecord] = field(default_factory=list)
 
     def save(self, run_dir: Path) -> None:
-        data = json.dumps(plain(dataclasses.asdict(self)), indent=1, allow_nan=False)
+        data = to_json(dataclasses.asdict(self), indent=1)
         atomic_write_text(run_dir / STATE_FILE, data)
 
     @classmethod

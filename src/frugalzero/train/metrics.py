@@ -15,13 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from frugalzero.output import to_json
+
 METRICS = "metrics.jsonl"
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 class MetricsLog:
@@ -50,9 +46,9 @@ class MetricsLog:
 
     def write(self, kind: str, iteration: int, step: int, values: dict[str, Any]) -> None:
         record = {"kind": kind, "iteration": iteration, "step": step, "time": round(time.time(), 3)}
-        record.update({k: _plain(v) for k, v in values.items()})
+        record.update(values)
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+            handle.write(to_json(record) + "\n")
         self.lines += 1
         writer = self._tb()
         if writer is not None:
