@@ -32,7 +32,7 @@ def build_net(payload: dict[str, Any]) -> PolicyValueNet:
 def publish_net(net_path: str | Path) -> tuple[Any, Any]:
     """Load and verify the file here, put it in the object store once: (ObjectRef, NetMeta)."""
     from frugalzero.nn.checkpoint import load_net
-    from frugalzero.scale.runtime import require_ray
+    from frugalzero.scale.cluster import require_ray
 
     ray = require_ray()
     net, meta = load_net(net_path)
