@@ -159,6 +159,8 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     import lzma
     import zlib
 
+    import numpy as np
+
     from frugalzero.bench.timing import median, rate
     from frugalzero.data import codec
     from frugalzero.data.importer import import_pgn
@@ -213,13 +215,46 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     def fed() -> None:
         step(next(loader))
 
-    rounds: dict[str, list[float]] = {"load": [], "train": [], "fed": [], "import": []}
+    # the other path, the trainer's: replay the selection once (PositionSet.load), then
+    # assemble batches of shuffled indices (PositionSet.batch), as `run` and `train` do
+    from frugalzero.data.selection import select_all
+    from frugalzero.train.data import PositionSet
+
+    selection = select_all([tmp / "shards"])
+    indices = iter(())
+
+    def set_batch() -> None:
+        nonlocal indices
+        chosen = next(indices, None)
+        if chosen is None:
+            order = np.random.default_rng(len(rounds["set"])).permutation(len(position_set))
+            indices = iter(np.array_split(order, max(1, len(order) // args.batch)))
+            chosen = next(indices)
+        position_set.batch(chosen)
+
+    def set_load() -> None:
+        nonlocal position_set
+        position_set = PositionSet.load(selection, legal_cache=0, workers=0)
+
+    position_set = PositionSet.load(selection, legal_cache=0, workers=0)
+    rounds: dict[str, list[float]] = {
+        "load": [],
+        "set": [],
+        "set_load": [],
+        "train": [],
+        "fed": [],
+        "import": [],
+    }
     for _ in range(args.rounds):
         rounds["load"].append(rate(load, args.batch, args.seconds, warmup=0))
+        rounds["set"].append(rate(set_batch, args.batch, args.seconds, warmup=0))
+        rounds["set_load"].append(rate(set_load, positions, args.seconds, warmup=0))
         rounds["train"].append(rate(lambda: step(batch), args.batch, args.seconds, warmup=0))
         rounds["fed"].append(rate(fed, args.batch, args.seconds, warmup=0))
         rounds["import"].append(rate(import_once, args.pgn_games, args.seconds, warmup=0))
     loader = None  # stops the worker processes before the files go
+    # one epoch of the set costs its load once plus its batches
+    rounds["set_epoch"] = [1 / (1 / a + 1 / b) for a, b in zip(rounds["set"], rounds["set_load"])]
 
     def ratio(a: str, b: str) -> float:
         return round(median([x / y for x, y in zip(rounds[a], rounds[b])]), 3)
@@ -246,6 +281,11 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "window_replay_positions_per_s": replay_rate,
         "window_moved_over_fresh": moved_over_fresh,
         **with_workers,
+        "set_batch_samples_per_s": round(median(rounds["set"]), 1),
+        "set_load_positions_per_s": round(median(rounds["set_load"]), 1),
+        "set_epoch_samples_per_s": round(median(rounds["set_epoch"]), 1),
+        "set_batch_over_loader": ratio("set", "load"),
+        "set_epoch_over_loader": ratio("set_epoch", "load"),
         "loader_over_train": ratio("load", "train"),
         "fed_over_train": ratio("fed", "train"),
         "arch": args.arch,
