@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from frugalzero.data.loader import TrainingBatch
+from frugalzero.data.batches import TrainingBatch
 from frugalzero.errors import UserError
 from frugalzero.nn.checkpoint import load_net
 from frugalzero.nn.config import architecture

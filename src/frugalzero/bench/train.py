@@ -54,7 +54,7 @@ def train_flops_per_position(config) -> int:
 def _synthetic_batch(n: int, seed: int = 0):
     import torch
 
-    from frugalzero.data.loader import TrainingBatch
+    from frugalzero.data.batches import TrainingBatch
 
     g = torch.Generator().manual_seed(seed)
     planes = (torch.rand(n, 119, 8, 8, generator=g) < 0.1).float()

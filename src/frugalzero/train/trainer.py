@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from frugalzero.config import dump_toml, to_dict
-from frugalzero.data.loader import TrainingBatch
+from frugalzero.data.batches import TrainingBatch
 from frugalzero.errors import UserError
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
 from frugalzero.nn.model import PolicyValueNet, value_from_output
