@@ -366,18 +366,16 @@ class Trainer:
 
     # ---- evaluation and batch norm ----------------------------------------------------------
 
-    def evaluate(
-        self, net: PolicyValueNet, data: SampleSet, lam: float | None = None
-    ) -> dict[str, Any]:
+    def evaluate(self, net: PolicyValueNet, data: SampleSet) -> dict[str, Any]:
         """Policy loss, value losses and top-1 agreement of ``net`` on ``data``, in order.
 
         ``value_loss`` (and ``value_mse``) measure the target training learns, the current
-        iteration's lambda unless ``lam`` is given: the same loss as the training records, so a
-        gap between them is memorising, not another target. ``result_value_loss`` measures
-        the game result alone (the expert's or search's values for data without results),
-        comparable between runs whatever their lambda.
+        iteration's lambda blend: the same loss as the training records, so a gap between them
+        is memorising, not another target. ``result_value_loss`` measures the game result alone
+        (the expert's or search's values for data without results), comparable between runs
+        whatever their lambda.
         """
-        lam = lambda_at(self.config, self.progress.iteration) if lam is None else lam
+        lam = lambda_at(self.config, self.progress.iteration)
         was_training = net.training
         net.eval()
         keys = ("policy", "value", "value_count", "top1", "mse", "result", "result_count")
