@@ -198,7 +198,7 @@ def plots(counts: dict[str, dict | None]) -> None:
     ours = [
         (n, counts[name]["decisive_over_draws_ci95"][0])
         for name, _, n, _ in SELFPLAY[:4]
-        if counts[name] and counts[name]["decisive_over_draws_ci95"][0] is not None
+        if counts[name] and math.isfinite(counts[name]["decisive_over_draws_ci95"][0])
     ]
     if ours:
         ax.plot(*zip(*ours), "s-", label=f"ours (net:default, {NODES} nodes)")

@@ -19,23 +19,35 @@ def shared_file(relative: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def stockfish() -> str:
-    """Stockfish's binary, or a clean skip where it is missing (make test installs it)."""
+def engine_binary(name: str) -> str:
+    """An engine's binary as frugalzero finds it, or a clean skip where it is missing."""
     from frugalzero.errors import UserError
     from frugalzero.expert.engine import resolve_command
 
     try:
-        return resolve_command("stockfish")
+        return resolve_command(name)
     except UserError:
-        pytest.skip("Stockfish is not installed (make test installs it)")
+        pytest.skip(f"{name} is not installed (make test installs it)")
+
+
+@pytest.fixture(scope="session")
+def stockfish() -> str:
+    """Stockfish's binary: every test that plays or labels with it asks for this fixture."""
+    return engine_binary("stockfish")
+
+
+@pytest.fixture(scope="session")
+def fairy_stockfish() -> str:
+    """Fairy-Stockfish's binary (a ladder rung)."""
+    return engine_binary("fairy-stockfish")
 
 
 @pytest.fixture(scope="session")
 def tiny_net():
     import torch
 
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.config import architecture
+    from frugalzero.nn.model import PolicyValueNet
 
     torch.manual_seed(0)
     return PolicyValueNet(architecture("tiny")).eval()

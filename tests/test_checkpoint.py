@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from frugalzero.nn.checkpoint import NetFileError, NetMeta, load_net, save_net
-from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.nn.config import architecture
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.nn.shipped import SHIPPED_NETS, resolve_net_path
 from frugalzero.runtime.interpreter import own_code_env
 

@@ -14,6 +14,7 @@ from frugalzero.config import (
     list_presets,
     load_config,
     parse_override,
+    preset_path,
     read_toml,
 )
 from frugalzero.errors import UserError
@@ -77,10 +78,27 @@ def test_bad_toml_file_names_the_file(tmp_path):
         load_config(Outer, str(bad))
 
 
+def _leaves(table: dict, prefix: str = ""):
+    """(dotted key, value) of every value a TOML table sets, tables within it followed."""
+    for key, value in table.items():
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
 @pytest.mark.parametrize("name", list_presets())
-def test_every_shipped_preset_loads_and_validates(name):
-    """A typo in a preset is found here, not an hour into someone's run."""
-    assert load_config(RunConfig, name).budget.iterations >= 0
+def test_every_shipped_preset_loads_and_holds_what_its_file_says(name):
+    """A typo in a preset is found here, not an hour into someone's run (loading is strict and
+    each config validates itself); and every value the file sets is the one the run gets."""
+    config = dataclasses.asdict(load_config(RunConfig, name))
+    written = dict(_leaves(read_toml(preset_path(name))))
+    assert written, f"{name}: an empty preset"
+    for key, value in written.items():
+        held = config
+        for part in key.split("."):
+            held = held[part]
+        assert held == value, f"{name}: {key} is {held!r}, the file says {value!r}"
 
 
 # --- the command line: generated flags, precedence, config show ----------------------------
@@ -212,7 +230,7 @@ def _bad_configs():
     from frugalzero.expert.engine import EngineConfig
     from frugalzero.expert.explore import ExploreConfig
     from frugalzero.expert.sfgames import SfGamesConfig
-    from frugalzero.nn.evaluator import EvaluatorConfig
+    from frugalzero.nn.config import EvaluatorConfig
     from frugalzero.pipeline.config import (
         BudgetConfig,
         EvaluationSection,

@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from frugalzero.chess.positions import random_boards
+from frugalzero.nn.config import architecture
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
-from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.train.config import TrainConfig
 from frugalzero.train.data import TensorSet
 from frugalzero.train.trainer import Trainer, TrainingInterrupted

@@ -33,13 +33,14 @@ def test_bench_data_runs_and_reports_every_field(capsys):
     args += ["--arch", "tiny", "--rounds", "1", "--seconds", "0.05", "--json"]
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
-    for key in ("bytes_per_position", "import_games_per_s", "loader_samples_per_s"):
+    for key in ("bytes_per_position", "import_games_per_s", "batch_samples_per_s"):
         assert data[key] > 0
-    assert data["train_step_samples_per_s"] > 0 and data["loader_over_train"] > 0
+    assert data["train_step_samples_per_s"] > 0 and data["batch_over_train"] > 0
+    assert data["train_fed_samples_per_s"] > 0 and data["fed_over_train"] > 0
     assert data["import_plies_per_game"] >= 40
     # a ratio of two timings: how much cheaper moving the window is, is the benchmark's figure
     # (a loaded machine put it above 1 on two games); that only the new games are replayed is
-    # tested on the behaviour itself (test_data_loader)
+    # tested on the behaviour itself (test_data_positions)
     assert data["window_replay_positions_per_s"] > 0 and data["window_moved_over_fresh"] > 0
     assert data["replay_workers"] >= 1 and data["replay_workers_over_one"] > 0
     assert data["replay_workers_positions_per_s"] > 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -337,11 +336,7 @@ def test_match_command_bad_input(capsys):
     assert "not found" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(
-    shutil.which("fairy-stockfish") is None and not Path("/usr/games/fairy-stockfish").is_file(),
-    reason="fairy-stockfish not installed",
-)
-def test_fairy_plays_far_below_stockfish_skill():
+def test_fairy_plays_far_below_stockfish_skill(fairy_stockfish):
     # the weakest Fairy-Stockfish still beats the random mover
     cfg = MatchConfig(games=2, concurrency=2)
     result = play_match("fairy?skill=-20&nodes=2000", "random", cfg)

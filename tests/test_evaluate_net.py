@@ -14,8 +14,9 @@ from frugalzero.evaluate.match import MatchConfig, play_match
 from frugalzero.evaluate.netplayer import net_configs
 from frugalzero.evaluate.specs import parse_spec
 from frugalzero.nn.checkpoint import save_net
+from frugalzero.nn.config import architecture
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
-from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.search.config import PLAY_POLICY_TEMPERATURE, SearchConfig
 
 PLAY = SearchConfig().for_play()

@@ -14,8 +14,9 @@ from frugalzero.cli import main
 from frugalzero.data.shards import read_shard, shard_paths
 from frugalzero.expert.explore import ExploreConfig, Explorer
 from frugalzero.expert.playout import PlayoutTask
+from frugalzero.nn.config import architecture
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
-from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.nn.model import PolicyValueNet
 
 
 @pytest.fixture(scope="module")

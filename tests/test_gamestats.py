@@ -10,7 +10,7 @@ import chess
 import pytest
 
 from frugalzero.cli import main
-from frugalzero.selfplay.stats import Results, count_results, summary, wilson
+from frugalzero.gamestats import Results, count_results, summary, wilson
 
 
 def test_wilson_interval_matches_the_closed_form_values():

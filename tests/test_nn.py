@@ -16,8 +16,9 @@ import torch
 from frugalzero.chess.history import GameHistory, net_input_from_board
 from frugalzero.chess.moves import NUM_MOVES
 from frugalzero.chess.positions import random_boards
+from frugalzero.nn.config import ARCHITECTURES, architecture
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
-from frugalzero.nn.model import ARCHITECTURES, PolicyValueNet, architecture
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.runtime.interpreter import own_code_env
 
 INLINE = EvaluatorConfig(device="cpu", backend="inline", precision="fp32", compile="off")
@@ -160,7 +161,8 @@ def test_unguarded_script_gets_a_clear_error(tmp_path):
     script = tmp_path / "unguarded.py"
     script.write_text(
         "from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig\n"
-        "from frugalzero.nn.model import PolicyValueNet, architecture\n"
+        "from frugalzero.nn.config import architecture\n"
+        "from frugalzero.nn.model import PolicyValueNet\n"
         "Evaluator(PolicyValueNet(architecture('small')), EvaluatorConfig(compile='off'))\n"
     )
     result = subprocess.run(

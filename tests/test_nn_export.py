@@ -10,7 +10,8 @@ import torch
 
 from frugalzero.cli import main
 from frugalzero.nn.checkpoint import NetMeta, save_net
-from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.nn.config import architecture
+from frugalzero.nn.model import PolicyValueNet
 
 onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed (make test has it)")
 onnxruntime = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")

@@ -32,15 +32,7 @@ SMALL = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _stockfish():
-    from frugalzero.errors import UserError
-    from frugalzero.expert.engine import resolve_command
-
-    try:
-        resolve_command("stockfish")
-    except UserError:
-        pytest.skip("Stockfish is not installed (make test installs it)")
+pytestmark = pytest.mark.usefixtures("stockfish")  # every run here plays Stockfish's games
 
 
 def _run(capsys, *args: str) -> dict:

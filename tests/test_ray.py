@@ -112,20 +112,15 @@ def test_cli_selfplay_ray_writes_the_same_shards(runtime, net_file: Path, tmp_pa
     assert ray.is_initialized()  # a runtime it did not start is left running
 
 
-def test_stockfish_games_on_ray_match_local_and_survive_a_kill(runtime) -> None:
+def test_stockfish_games_on_ray_match_local_and_survive_a_kill(runtime, stockfish) -> None:
     """Stockfish games through ``RayPlayoutPool``: every game of the local pool, once each,
     though one worker is killed after the first game came back."""
-    from frugalzero.errors import UserError
-    from frugalzero.expert.engine import EngineConfig, resolve_command
+    from frugalzero.expert.engine import EngineConfig
     from frugalzero.expert.explore import label_playouts
     from frugalzero.expert.pool import StockfishPool
     from frugalzero.expert.sfgames import SfGamesConfig, game_tasks
     from frugalzero.scale.playouts import RayPlayoutPool
 
-    try:
-        resolve_command("stockfish")
-    except UserError:
-        pytest.skip("Stockfish is not installed (make test installs it)")
     config = SfGamesConfig(max_plies=24, seed=5, engine=EngineConfig(nodes=30))
     local: list = []
     with StockfishPool(config.engine, 1) as pool:
@@ -173,7 +168,7 @@ def test_pipeline_generation_step_goes_through_ray(
 def test_a_worker_without_a_gpu_runs_its_net_on_the_cpu() -> None:
     """Explicitly: whatever Ray does with CUDA_VISIBLE_DEVICES, a worker given no GPU never
     puts its evaluator on CUDA; one given a share keeps the configured device."""
-    from frugalzero.nn.evaluator import EvaluatorConfig
+    from frugalzero.nn.config import EvaluatorConfig
     from frugalzero.scale.actors import SelfPlayWorker
 
     auto = EvaluatorConfig(device="auto")

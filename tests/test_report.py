@@ -85,6 +85,15 @@ def test_a_run_becomes_one_self_contained_page(tmp_path, capsys):
     assert [len(g["sans"]) for g in games] == [4, 8]
     assert len(games[0]["fens"]) == 5 and games[0]["headers"]["Result"] == "0-1"
     assert "<td>demo-run</td><td>sfgames</td>" in page
+    # whether it learned: first and last Elo, the final training and validation value loss
+    state = json.loads((run / "state.json").read_text())["iterations"]
+    first, last = (f"{r['elo']:.0f} [{r['elo_ci95'][0]:.0f}," for r in (state[0], state[-1]))
+    assert page.index(first) < page.index(last)
+    final = [json.loads(x) for x in (run / "train" / "metrics.jsonl").read_text().splitlines()]
+    losses = (
+        f"{final[-1]['value_loss']:.3f} / {state[-1]['validation']['traversing']['value_loss']:.3f}"
+    )
+    assert f"<td>{losses}</td>" in page
     assert 'method = "sfgames"' in html.unescape(page)  # the config, in full
 
 

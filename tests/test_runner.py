@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from frugalzero.errors import UserError
-from frugalzero.expert.engine import EngineConfig, resolve_command
+from frugalzero.expert.engine import EngineConfig
 from frugalzero.expert.pool import StockfishPool
 from frugalzero.nn.checkpoint import save_net
 from frugalzero.scale.config import RayConfig
@@ -50,10 +50,6 @@ def test_local_runner_plays_the_process_pools_games(tmp_path: Path, tiny_net) ->
     assert run.games == 3 and run.workers == 1 and run.extra == {} and done == [1, 2, 3]
 
 
-def test_local_runner_playout_pool_is_a_stockfish_pool() -> None:
-    try:
-        resolve_command("stockfish")
-    except UserError:
-        pytest.skip("Stockfish is not installed (make test installs it)")
+def test_local_runner_playout_pool_is_a_stockfish_pool(stockfish) -> None:
     with LocalRunner().playout_pool(EngineConfig(nodes=10), 1) as pool:
         assert isinstance(pool, StockfishPool) and pool.size == 1

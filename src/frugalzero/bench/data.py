@@ -1,9 +1,11 @@
-"""Data pipeline speed and size: bytes per position, PGN import, loader against a train step.
+"""Data pipeline speed and size: bytes per position, PGN import, training batches against a
+train step.
 
 Everything runs on synthetic data made in the run (``frugalzero.data.synthetic``): self-play-
-like games for shards and the loader, and PGN games (lichess-style headers, a clock comment on
-every move) for the import. The loader, the training step it must feed, and the training step
-fed by the loader are measured interleaved, round by round; figures are medians.
+like games for shards and training batches, and PGN games (lichess-style headers, a clock
+comment on every move) for the import. The batches (``PositionSet``, the trainer's data), the
+training step they must feed, and the training step fed by them are measured interleaved,
+round by round; figures are medians.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--arch", default="small", help="network of the training step")
-    parser.add_argument("--workers", type=int, default=-1, help="loader workers; -1 = default")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved measurement rounds")
     parser.add_argument("--seconds", type=float, default=1.0, help="per measurement per round")
 
@@ -35,6 +37,7 @@ def pgn_text(games: int, seed: int) -> str:
     import numpy as np
 
     from frugalzero.data.synthetic import selfplay_like_game
+    from frugalzero.results import result_code
 
     rng = np.random.default_rng(seed)
     out = []
@@ -47,7 +50,7 @@ def pgn_text(games: int, seed: int) -> str:
             Date="2024.01.01",
             White=f"player{i % 977}",
             Black=f"player{i % 769}",
-            Result={1: "1-0", -1: "0-1", 0: "1/2-1/2"}[int(record.result)],
+            Result=result_code(record.result),
             WhiteElo=str(1200 + i % 1300),
             BlackElo=str(1250 + i % 1200),
             TimeControl="180+2",
@@ -68,7 +71,8 @@ def _train_step(arch: str):
     trainer uses), channels-last."""
     import torch
 
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.config import architecture
+    from frugalzero.nn.model import PolicyValueNet
     from frugalzero.runtime.device import cpu_has_native_bf16, place
 
     torch.manual_seed(0)
@@ -157,12 +161,15 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     import lzma
     import zlib
 
+    import numpy as np
+
     from frugalzero.bench.timing import median, rate
     from frugalzero.data import codec
     from frugalzero.data.importer import import_pgn
-    from frugalzero.data.loader import LoaderConfig, auto_workers, training_loader
+    from frugalzero.data.selection import select_all
     from frugalzero.data.shards import read_shard, shard_bytes, write_shard
     from frugalzero.data.synthetic import selfplay_like_games
+    from frugalzero.train.data import PositionSet
 
     games = selfplay_like_games(args.games, seed=1)
     positions = sum(g.positions for g in games)
@@ -191,33 +198,33 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         )
         plies = summary["positions"] / max(1, summary["imported"])
 
-    workers = auto_workers() if args.workers < 0 else args.workers
-    # no legal-move cache: every position costs its full replay, as new self-play data does;
-    # a small shuffle buffer, filled before measuring (filling is a one-off start-up cost)
-    buffer = 16 * args.batch
-    config = LoaderConfig(
-        batch_size=args.batch, workers=workers, legal_cache=0, shuffle_buffer=buffer, seed=0
-    )
-    loader = iter(training_loader([tmp / "shards"], config))
-    batch = next(loader)
-    for _ in range(2 * buffer // args.batch):
-        next(loader)
+    # the trainer's path, as `run` and `train` take it: the selection replayed once
+    # (PositionSet.load; no legal-move cache, so every position pays its full replay, as new
+    # data does), then batches of shuffled indices assembled from it (PositionSet.batch)
+    selection = select_all([tmp / "shards"])
+    position_set = PositionSet.load(selection, legal_cache=0, workers=0)
+    batches: Iterator[np.ndarray] = iter(())
+    epochs = 0
+
+    def next_batch():
+        nonlocal batches, epochs
+        indices = next(batches, None)
+        if indices is None:  # a new epoch: a new order, as the trainer's phase_order
+            epochs += 1
+            order = np.random.default_rng(epochs).permutation(len(position_set))
+            batches = iter(np.array_split(order, max(1, len(order) // args.batch)))
+            indices = next(batches)
+        return position_set.batch(indices)
+
+    batch = next_batch()
     step, precision = _train_step(args.arch)
     step(batch)
-
-    def load() -> None:
-        next(loader)
-
-    def fed() -> None:
-        step(next(loader))
-
-    rounds: dict[str, list[float]] = {"load": [], "train": [], "fed": [], "import": []}
+    rounds: dict[str, list[float]] = {"batch": [], "train": [], "fed": [], "import": []}
     for _ in range(args.rounds):
-        rounds["load"].append(rate(load, args.batch, args.seconds, warmup=0))
+        rounds["batch"].append(rate(next_batch, args.batch, args.seconds, warmup=0))
         rounds["train"].append(rate(lambda: step(batch), args.batch, args.seconds, warmup=0))
-        rounds["fed"].append(rate(fed, args.batch, args.seconds, warmup=0))
+        rounds["fed"].append(rate(lambda: step(next_batch()), args.batch, args.seconds, warmup=0))
         rounds["import"].append(rate(import_once, args.pgn_games, args.seconds, warmup=0))
-    loader = None  # stops the worker processes before the files go
 
     def ratio(a: str, b: str) -> float:
         return round(median([x / y for x, y in zip(rounds[a], rounds[b])]), 3)
@@ -236,15 +243,13 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "policy_entries_per_position": round(len(columns.arrays["pol_index"]) / positions, 2),
         "import_games_per_s": round(median(rounds["import"]), 1),
         "import_plies_per_game": round(plies or 0, 1),
-        "loader_samples_per_s": round(median(rounds["load"]), 1),
-        "loader_workers": workers,
-        "shuffle_buffer": buffer,
+        "batch_samples_per_s": round(median(rounds["batch"]), 1),
         "train_step_samples_per_s": round(median(rounds["train"]), 1),
         "train_fed_samples_per_s": round(median(rounds["fed"]), 1),
         "window_replay_positions_per_s": replay_rate,
         "window_moved_over_fresh": moved_over_fresh,
         **with_workers,
-        "loader_over_train": ratio("load", "train"),
+        "batch_over_train": ratio("batch", "train"),
         "fed_over_train": ratio("fed", "train"),
         "arch": args.arch,
         "batch": args.batch,

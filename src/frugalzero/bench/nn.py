@@ -6,7 +6,7 @@ import argparse
 from collections import deque
 from typing import Any
 
-from frugalzero.nn.model import ARCHITECTURES
+from frugalzero.nn.config import ARCHITECTURES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,8 +33,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from frugalzero.bench.timing import BareNet, matmul_gflops, median, rate
     from frugalzero.chess.history import net_input_from_board
     from frugalzero.chess.positions import random_boards
+    from frugalzero.nn.config import architecture
     from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig, pack_inputs
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.model import PolicyValueNet
 
     torch.manual_seed(0)
     net_config = architecture(args.arch)

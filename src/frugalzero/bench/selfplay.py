@@ -29,7 +29,7 @@ from collections import deque
 from dataclasses import replace
 from typing import Any
 
-from frugalzero.nn.model import ARCHITECTURES
+from frugalzero.nn.config import ARCHITECTURES
 
 CORES = ("native", "python")
 
@@ -231,8 +231,9 @@ def _setup(args: argparse.Namespace):
     import torch
 
     from frugalzero.chess.positions import random_boards
+    from frugalzero.nn.config import architecture
     from frugalzero.nn.evaluator import EvaluatorConfig
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.model import PolicyValueNet
     from frugalzero.search.config import SearchConfig
     from frugalzero.selfplay.config import SelfPlayConfig
 

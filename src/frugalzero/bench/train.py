@@ -16,7 +16,7 @@ import tempfile
 import time
 from typing import Any
 
-from frugalzero.nn.model import ARCHITECTURES
+from frugalzero.nn.config import ARCHITECTURES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +54,7 @@ def train_flops_per_position(config) -> int:
 def _synthetic_batch(n: int, seed: int = 0):
     import torch
 
-    from frugalzero.data.loader import TrainingBatch
+    from frugalzero.data.batches import TrainingBatch
 
     g = torch.Generator().manual_seed(seed)
     planes = (torch.rand(n, 119, 8, 8, generator=g) < 0.1).float()
@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from frugalzero.bench.timing import matmul_gflops, median
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.config import architecture
+    from frugalzero.nn.model import PolicyValueNet
     from frugalzero.train.config import TrainConfig
     from frugalzero.train.data import TensorSet
     from frugalzero.train.feed import BatchFeed, make_batch

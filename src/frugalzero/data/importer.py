@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import json
 import lzma
 import multiprocessing as mp
 import os
@@ -21,6 +20,7 @@ from typing import Any
 from frugalzero.data.pgn import ChunkResult, RawGame, Skipped, import_chunk, split_games
 from frugalzero.data.shards import ShardWriter, warn
 from frugalzero.errors import UserError
+from frugalzero.output import to_json
 from frugalzero.runtime.cores import available_cores
 from frugalzero.runtime.files import atomic_write_text
 
@@ -155,7 +155,7 @@ def import_pgn(
         "positions_per_s": round(stats["positions"] / elapsed, 1) if elapsed > 0 else 0.0,
     }
     summary["bytes_per_position"] = round(summary["shard_bytes"] / max(1, stats["positions"]), 2)
-    atomic_write_text(out / f"{prefix}-import.json", json.dumps(summary, indent=1))
+    atomic_write_text(out / f"{prefix}-import.json", to_json(summary, indent=1))
     return summary
 
 

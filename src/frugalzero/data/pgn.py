@@ -23,13 +23,13 @@ import numpy as np
 from frugalzero.chess.moves import move_to_index
 from frugalzero.data import codec
 from frugalzero.data.records import GameRecord, PlyTarget
+from frugalzero.results import UNFINISHED, VALUE
 from frugalzero.values import score_to_value
 
-RESULTS = {"1-0": 1.0, "0-1": -1.0, "1/2-1/2": 0.0}
 KEPT_HEADERS = ("Event", "Site", "Date", "White", "Black", "WhiteElo", "BlackElo", "TimeControl")
 STANDARD_VARIANTS = {"standard", "chess", "normal", "from position", "fromposition", ""}
 
-_RESULT_AT_END = re.compile(r"(?:1-0|0-1|1/2-1/2|\*)\s*$")
+_RESULT_AT_END = re.compile(f"(?:{'|'.join(map(re.escape, [*VALUE, UNFINISHED]))})\\s*$")
 _COMMENT = re.compile(r"\{[^}]*\}|;[^\n]*")
 _VARIATION = re.compile(r"\([^()]*\)")
 MAX_GAME_CHARS = 1 << 20  # no real game comes near; bounds memory on a damaged file
@@ -268,10 +268,10 @@ def parse_game(raw: RawGame, file: str, min_elo: int = 0) -> GameRecord | Skippe
         return skip(*visitor.reason)
     if visitor.token is None:
         return skip("truncated", "no result token at the end of the game")
-    if visitor.token == "*":
+    if visitor.token == UNFINISHED:
         return skip("no result", "result is *")
     header = visitor.headers.get("Result", visitor.token)
-    if header in RESULTS and header != visitor.token:
+    if header in VALUE and header != visitor.token:
         return skip("result mismatch", f"header {header}, movetext {visitor.token}")
     if not visitor.moves:
         return skip("no moves")
@@ -290,7 +290,7 @@ def parse_game(raw: RawGame, file: str, min_elo: int = 0) -> GameRecord | Skippe
         start_fen=visitor.start_fen or chess.STARTING_FEN,
         moves=[m.uci() for m in visitor.moves],
         targets=targets,
-        result=RESULTS[visitor.token],
+        result=VALUE[visitor.token],
         method="pgn",
         game_id=f"{file}#{raw.number}",
         extra=extra,

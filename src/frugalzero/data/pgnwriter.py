@@ -13,10 +13,8 @@ import chess.engine
 import chess.pgn
 
 from frugalzero.data.records import GameRecord
+from frugalzero.results import result_code
 from frugalzero.values import parse_score_text
-
-RESULTS = {1: "1-0", 0: "1/2-1/2", -1: "0-1"}
-"""PGN result of a record's result (White's view; 1.0 and 1 are the same key)."""
 
 
 def record_to_pgn(record: GameRecord, round_: int | str = "?", player: str = "") -> chess.pgn.Game:
@@ -38,7 +36,7 @@ def record_to_pgn(record: GameRecord, round_: int | str = "?", player: str = "")
     game.headers["Date"] = datetime.date.today().strftime("%Y.%m.%d")
     game.headers["Round"] = str(round_)
     game.headers["White"] = game.headers["Black"] = player
-    game.headers["Result"] = RESULTS.get(record.result, "*")  # None: unfinished
+    game.headers["Result"] = result_code(record.result)
     if record.extra.get("opening"):
         game.headers["Opening"] = record.extra["opening"]
     termination = record.extra.get("end") or record.extra.get("termination")

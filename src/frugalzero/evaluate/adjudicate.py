@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import chess
 
 from frugalzero.config import check
+from frugalzero.results import DRAW, loss_for
 
 
 @dataclass
@@ -71,14 +72,14 @@ class Adjudicator:
                 self._bad[mover] = 0
             if self._bad[mover] >= cfg.resign_moves:
                 name = "White" if mover == chess.WHITE else "Black"
-                return ("0-1" if mover == chess.WHITE else "1-0"), f"{name} resigns"
+                return loss_for(mover), f"{name} resigns"
         if cfg.draw_after > 0 and score is not None and opponent is not None:
             if board.fullmove_number >= cfg.draw_after and abs(score) <= cfg.draw_score:
                 self._quiet += 1
             else:
                 self._quiet = 0
             if self._quiet >= 2 * cfg.draw_moves:
-                return "1/2-1/2", "draw by adjudication"
+                return DRAW, "draw by adjudication"
         if cfg.max_plies > 0 and board.ply() >= cfg.max_plies:
-            return "1/2-1/2", f"length limit ({cfg.max_plies} plies)"
+            return DRAW, f"length limit ({cfg.max_plies} plies)"
         return None

@@ -24,10 +24,12 @@ from pathlib import Path
 
 from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig
-from frugalzero.evaluate.elo import Z95, mle_ratings
+from frugalzero.evaluate.elo import mle_ratings
 from frugalzero.evaluate.match import MatchConfig, play_match
 from frugalzero.evaluate.pgn import GameOutcome
 from frugalzero.evaluate.specs import parse_spec
+from frugalzero.gamestats import Z95
+from frugalzero.output import to_json
 from frugalzero.runtime.files import atomic_write_text
 
 ANCHOR = ("glaurung?nodes=100000", 2793.0)
@@ -133,7 +135,7 @@ class CalibrationState:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise UserError(f"{self.path}: unreadable calibration state ({exc})") from None
             for key, value in self.identity.items():
-                if data.get(key) != json.loads(json.dumps(value)):
+                if data.get(key) != json.loads(to_json(value)):
                     raise UserError(
                         f"{self.path}: made with another {key}; use another --state folder"
                     )
@@ -161,7 +163,7 @@ class CalibrationState:
             "games": self.games,
         }
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.path, json.dumps(data, indent=0))
+        atomic_write_text(self.path, to_json(data, indent=0))
 
 
 def run_calibration(

@@ -244,9 +244,9 @@ def _eval_epd(args: argparse.Namespace) -> int:
 
     from frugalzero.errors import UserError
     from frugalzero.evaluate.epd import best_moves, read_epd, write_epd
+    from frugalzero.gamestats import wilson
     from frugalzero.output import emit
     from frugalzero.runtime.cores import available_cores
-    from frugalzero.selfplay.stats import wilson
 
     positions, skipped = [], 0
     for name in args.epd:
@@ -383,7 +383,6 @@ def _rung_table(rungs: dict) -> None:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from frugalzero.errors import UserError
@@ -393,7 +392,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         make_table,
         run_calibration,
     )
-    from frugalzero.output import emit
+    from frugalzero.output import emit, to_json
     from frugalzero.runtime.files import atomic_write_text
 
     config = CalibrationConfig(
@@ -408,7 +407,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     )
     command = f"frugalzero ladder --calibrate --games-per-pair {args.games_per_pair}"
     table = make_table(state, config, command)
-    atomic_write_text(Path(args.out), json.dumps(table, indent=1) + "\n")
+    atomic_write_text(Path(args.out), to_json(table, indent=1) + "\n")
     rungs = {
         r["name"]: f"{r['elo']:.0f} ± {r['ci95'][1] - r['elo']:.0f} ({r['games']} games)"
         for r in table["rungs"]

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import chess
 import chess.engine
 
+from frugalzero.results import DRAW, loss_for
+
 FLAG_TOLERANCE = 0.05
 """Seconds a move may overrun its clock before the flag falls: pipe and scheduler jitter
 should not decide games (the match's ``time_margin`` adds to it)."""
@@ -130,5 +132,5 @@ def flag_verdict(board: chess.Board, side: chess.Color) -> tuple[str, str]:
     opponent has too little material to ever mate (the FIDE rule)."""
     name, other = ("White", "Black") if side == chess.WHITE else ("Black", "White")
     if board.has_insufficient_material(not side):
-        return "1/2-1/2", f"{name} out of time, {other} cannot mate"
-    return ("0-1" if side == chess.WHITE else "1-0"), f"{name} loses on time"
+        return DRAW, f"{name} out of time, {other} cannot mate"
+    return loss_for(side), f"{name} loses on time"

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from frugalzero.gamestats import Z95, wilson
+
 C = math.log(10) / 400  # d(logit of the expected score) / d(Elo)
-Z95 = 1.959963984540054
 
 
 def score_from_elo(diff: float) -> float:
@@ -73,7 +74,7 @@ def score_interval(
         var = (wins * (1 - mean) ** 2 + draws * (0.5 - mean) ** 2 + losses * mean**2) / n
         se = math.sqrt(var / n)
     if se == 0.0:
-        bound = z * z / (n + z * z)  # Wilson interval of a binomial with all-equal outcomes
+        bound = wilson(0, n, z)[1]  # Wilson's half-width when all n outcomes are equal
         return mean, max(0.0, mean - bound), min(1.0, mean + bound)
     return mean, max(0.0, mean - z * se), min(1.0, mean + z * se)
 

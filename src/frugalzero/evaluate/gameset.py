@@ -1,5 +1,5 @@
 """A set of finished games read back from PGN and counted as search-contempt's paper counts
-them (``frugalzero.selfplay.stats``): by White's side, or by one player's whatever its colour.
+them (``frugalzero.gamestats``): by White's side, or by one player's whatever its colour.
 ``frugalzero games`` prints it; ``benchmarks/contempt_report.py`` tabulates it."""
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ def pgn_files(names: Sequence[str | Path]) -> list[Path]:
 
 
 def game_set(names: Sequence[str | Path], player: str = "", plies: int = 30) -> dict:
-    """``selfplay.stats.summary`` of the finished games in ``names``, with ``files``,
+    """``gamestats.summary`` of the finished games in ``names``, with ``files``,
     ``skipped`` (unreadable or unfinished) and, for a ``player``, its games only, counted from
     its side (``player_wins``/``opponent_wins``; ``other_games`` it did not play)."""
     from frugalzero.data.pgn import Skipped, parse_game, split_games
-    from frugalzero.data.pgnwriter import RESULTS
-    from frugalzero.selfplay.stats import count_results, summary
+    from frugalzero.gamestats import count_results, summary
+    from frugalzero.results import result_code
 
     files = pgn_files(names)
     games, results, skipped, others = [], [], 0, 0
@@ -50,7 +50,7 @@ def game_set(names: Sequence[str | Path], player: str = "", plies: int = 30) -> 
                     if sides[0] != player:
                         result = -result
                 games.append((record.start_fen, record.moves))
-                results.append(RESULTS[result])
+                results.append(result_code(result))
     if not games:
         who = f" of {player}" if player else ""
         raise UserError(f"no finished games{who} in {', '.join(map(str, names))}")

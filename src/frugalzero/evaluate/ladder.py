@@ -26,10 +26,12 @@ from importlib import resources
 from pathlib import Path
 
 from frugalzero.errors import UserError
-from frugalzero.evaluate.elo import Z95, mle_ratings
+from frugalzero.evaluate.elo import mle_ratings
 from frugalzero.evaluate.match import MatchConfig, Tally, play_match
-from frugalzero.evaluate.pgn import RESULT_SCORE, PgnStats, read_headers
+from frugalzero.evaluate.pgn import PgnStats, read_headers
 from frugalzero.evaluate.specs import parse_spec
+from frugalzero.gamestats import Z95
+from frugalzero.results import SCORE
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,7 @@ def resumed_tallies(
     stats = PgnStats()
     for headers in read_headers(paths, stats):
         white, black = headers["White"], headers["Black"]
-        score = RESULT_SCORE[headers["Result"]]
+        score = SCORE[headers["Result"]]
         if white == name and black in known:
             rung = black
         elif black == name and white in known:

@@ -44,6 +44,7 @@ from frugalzero.evaluate.openings import odds_opening, opening_stream
 from frugalzero.evaluate.pgn import GameOutcome, append_game, score_comment, to_pgn
 from frugalzero.evaluate.specs import EngineSpec, parse_spec, uci_command
 from frugalzero.evaluate.sprt import SprtConfig, SprtResult, sprt
+from frugalzero.results import BLACK_WINS, loss_for
 
 RESTART_TRIES = 3
 
@@ -227,7 +228,7 @@ async def play_game(
             side = "White" if mover == chess.WHITE else "Black"
             outcome.failed = player.name
             outcome.termination = "time forfeit" if failure.kind == "hang" else "rules infraction"
-            outcome.result = "0-1" if mover == chess.WHITE else "1-0"
+            outcome.result = loss_for(mover)
             outcome.reason = f"{side} {failure.kind}"
             return outcome
         if not clocks.spend(mover, time.perf_counter() - started):
@@ -344,7 +345,7 @@ async def run_match(
             if on_game is not None:
                 on_game(outcome, tally)
             if outcome.failed:
-                failed = white if outcome.result == "0-1" else black  # a failure loses
+                failed = white if outcome.result == BLACK_WINS else black  # a failure loses
                 await retried(failed.restart)
 
     tasks: list[asyncio.Task] = []

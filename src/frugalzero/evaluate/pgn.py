@@ -22,8 +22,7 @@ import chess.pgn
 
 from frugalzero.chess.positions import Opening
 from frugalzero.errors import UserError
-
-RESULT_SCORE = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}
+from frugalzero.results import SCORE
 
 
 @dataclass
@@ -60,7 +59,7 @@ class GameOutcome:
         return len(self.moves)
 
     def white_score(self) -> float:
-        return RESULT_SCORE[self.result]
+        return SCORE[self.result]
 
 
 def score_comment(score: int | None, depth: int | None) -> str:
@@ -148,7 +147,7 @@ def read_headers(
                     break
                 white, black = headers.get("White", "?"), headers.get("Black", "?")
                 named = white not in ("", "?") and black not in ("", "?")
-                if headers.get("Result", "*") not in RESULT_SCORE or not named:
+                if headers.get("Result", "*") not in SCORE or not named:
                     stats.skipped += 1
                     continue
                 stats.read += 1
@@ -160,7 +159,7 @@ def read_results(
 ) -> Iterator[tuple[str, str, float]]:
     """(white, black, white's score) of every finished game in ``paths``."""
     for headers in read_headers(paths, stats):
-        yield headers["White"], headers["Black"], RESULT_SCORE[headers["Result"]]
+        yield headers["White"], headers["Black"], SCORE[headers["Result"]]
 
 
 def pgn_text_games(text: str) -> list[chess.pgn.Game]:

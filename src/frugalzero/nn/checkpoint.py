@@ -28,7 +28,8 @@ from safetensors.torch import save as st_save
 
 from frugalzero.chess.encoding import ENCODING_SPEC
 from frugalzero.errors import UserError
-from frugalzero.nn.model import NetConfig, PolicyValueNet
+from frugalzero.nn.config import NetConfig
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.runtime.files import atomic_write_bytes
 
 FORMAT = "frugalzero-net/1"

@@ -44,7 +44,8 @@ def _new(args: argparse.Namespace) -> int:
     import torch
 
     from frugalzero.nn.checkpoint import NetMeta, save_net
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.config import architecture
+    from frugalzero.nn.model import PolicyValueNet
 
     torch.manual_seed(args.seed)
     config = architecture(args.arch, value_head=args.value_head)

@@ -25,8 +25,9 @@ import numpy as np
 
 from frugalzero.chess.encoding import frames_array
 from frugalzero.chess.history import NetInput, net_input_from_board
-from frugalzero.nn.model import NetConfig, PolicyValueNet
-from frugalzero.nn.runner import Batch, EvaluatorConfig, NetRunner, Output
+from frugalzero.nn.config import EvaluatorConfig, NetConfig
+from frugalzero.nn.model import PolicyValueNet
+from frugalzero.nn.runner import Batch, NetRunner, Output
 from frugalzero.nn.server import Channel, InferenceServer, ServerClient
 from frugalzero.runtime.cores import available_cores
 from frugalzero.runtime.device import set_threads

@@ -1,4 +1,5 @@
-"""The policy-value network: a residual tower with a policy head and a value head."""
+"""The policy-value network: a residual tower with a policy head and a value head (its shape,
+``NetConfig``, and the named sizes live in ``frugalzero.nn.config``, which needs no torch)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,8 @@ import torch
 from torch import nn
 
 from frugalzero.chess.moves import NUM_PLANES as POLICY_PLANES
-from frugalzero.nn.arch import ARCHITECTURES, NetConfig, ValueHead, architecture
+from frugalzero.nn.config import NetConfig, ValueHead
 from frugalzero.values import wdl_to_value
-
-__all__ = ["ARCHITECTURES", "NetConfig", "PolicyValueNet", "ValueHead", "architecture"]
 
 
 def _conv_bn(c_in: int, c_out: int, kernel: int) -> nn.Sequential:

@@ -1,19 +1,17 @@
-"""The network on its device, as evaluation runs it: the settings (``EvaluatorConfig``) and
-one copy of the net placed, cast and compiled once (``NetRunner``), shared by the caller's own
-runs (inline), the inference processes and the benchmarks."""
+"""The network on its device, as evaluation runs it: one copy of the net placed, cast and
+compiled once (``NetRunner``, set by ``frugalzero.nn.config.EvaluatorConfig``), shared by the
+caller's own runs (inline), the inference processes and the benchmarks."""
 
 from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import torch
 
 from frugalzero.chess.encoding import encode
-from frugalzero.config import check
+from frugalzero.nn.config import EvaluatorConfig
 from frugalzero.nn.model import PolicyValueNet, value_from_output
 from frugalzero.nn.planes import encode_on, frames_bytes
 from frugalzero.runtime.device import (
@@ -27,44 +25,6 @@ from frugalzero.runtime.device import (
 
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # frames, meta, index, counts
 Output = tuple[np.ndarray, np.ndarray, np.ndarray | None]  # priors (N, L), values, wdl
-
-
-@dataclass
-class EvaluatorConfig:
-    """How the network is run; every default was measured to win on a 2-core CPU."""
-
-    device: str = "auto"
-    """'auto' (CUDA when present, else CPU), 'cpu', 'cuda' or 'cuda:N'."""
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
-    """'auto' (fp16 on CUDA, bf16 on CPUs with native bf16, else fp32), 'fp32', 'bf16', 'fp16'."""
-    threads: int = 0
-    """PyTorch intra-op threads on CPU, per inference process; 0 = the cores not taken by the
-    caller and the other inference processes (at least 1), all of them for 'inline'."""
-    servers: int = 1
-    """Inference processes ('process' backend), each taking whole batches in turn. On a CPU,
-    two single-threaded processes run two small batches at once with no threads to
-    synchronise, where one two-threaded process runs them one after the other, its threads
-    spinning whenever the caller holds a core (one game's search: a 16-leaf batch every few
-    milliseconds). Keep as many batches in flight as there are processes."""
-    backend: Literal["auto", "process", "inline"] = "auto"
-    """'process' (network in an inference process, overlapping the caller), 'inline', or 'auto'
-    ('process' when the machine has 2 or more cores)."""
-    cache_size: int = 100_000
-    """Positions remembered (LRU); 0 turns the cache off."""
-    channels_last: bool = True
-    """NHWC memory layout, which oneDNN and cuDNN convolutions prefer."""
-    compile: Literal["auto", "on", "off"] = "auto"
-    """'on', 'off' or 'auto' (on with the process backend): torch.compile with frozen, prepacked
-    weights runs the net ~1.3x faster on CPU; it costs 5-20 s once and needs a C++ compiler,
-    and falls back to eager if compiling fails."""
-
-    def __post_init__(self) -> None:
-        checks = [
-            (self.threads >= 0, "threads must be >= 0"),
-            (self.servers >= 1, "servers must be at least 1"),
-            (self.cache_size >= 0, "cache_size must be >= 0"),
-        ]
-        check(self, "evaluator", checks)
 
 
 class NetRunner:

@@ -22,8 +22,9 @@ import numpy as np
 import torch
 
 from frugalzero.chess.encoding import FRAME_BYTES, FRAME_WORDS, HISTORY, META_FIELDS
-from frugalzero.nn.model import NetConfig, PolicyValueNet
-from frugalzero.nn.runner import Batch, EvaluatorConfig, NetRunner, Output
+from frugalzero.nn.config import EvaluatorConfig, NetConfig
+from frugalzero.nn.model import PolicyValueNet
+from frugalzero.nn.runner import Batch, NetRunner, Output
 from frugalzero.runtime.device import set_threads
 from frugalzero.runtime.weights import arrays_to_state_dict, weights_to_arrays
 

@@ -32,7 +32,7 @@ def net_spec(run_dir: Path, net: str, config: RunConfig) -> str:
     """The engine spec of one of the run's nets: the evaluation's node count, plus the run's
     evaluator settings where they differ from the defaults (e.g. ``compile=off``)."""
     from frugalzero.evaluate.specs import parse_spec
-    from frugalzero.nn.evaluator import EvaluatorConfig
+    from frugalzero.nn.config import EvaluatorConfig
 
     params = [f"nodes={config.evaluation.nodes}"]
     default = EvaluatorConfig()

@@ -10,7 +10,7 @@ from frugalzero.evaluate.adjudicate import AdjudicationConfig
 from frugalzero.evaluate.gating import GateConfig
 from frugalzero.expert.explore import ExploreConfig
 from frugalzero.expert.sfgames import SfGamesConfig
-from frugalzero.nn.evaluator import EvaluatorConfig
+from frugalzero.nn.config import EvaluatorConfig
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.train.config import TrainConfig
 
@@ -62,7 +62,7 @@ class NetSection:
     """Seed of the initial weights."""
 
     def __post_init__(self) -> None:
-        from frugalzero.nn.arch import ARCHITECTURES  # no torch: config show stays instant
+        from frugalzero.nn.config import ARCHITECTURES  # no torch: config show stays instant
 
         known = f"{self.arch!r} is not one of {', '.join(ARCHITECTURES)}"
         check(self, "net", [(self.arch in ARCHITECTURES, f"arch {known}")])

@@ -106,7 +106,8 @@ class RunLoop:
             return
         import torch
 
-        from frugalzero.nn.model import PolicyValueNet, architecture
+        from frugalzero.nn.config import architecture
+        from frugalzero.nn.model import PolicyValueNet
         from frugalzero.nn.shipped import resolve_net_path
 
         n = self.config.net

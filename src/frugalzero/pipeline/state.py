@@ -11,7 +11,7 @@ from typing import Any
 
 from frugalzero.errors import UserError
 from frugalzero.layout import STATE
-from frugalzero.output import plain
+from frugalzero.output import to_json
 from frugalzero.runtime.files import atomic_write_text
 
 
@@ -66,7 +66,7 @@ class RunState:
     state written before it was kept."""
 
     def save(self, run_dir: Path) -> None:
-        data = json.dumps(plain(dataclasses.asdict(self)), indent=1, allow_nan=False)
+        data = to_json(dataclasses.asdict(self), indent=1)
         atomic_write_text(run_dir / STATE, data)
 
     @classmethod

@@ -159,13 +159,32 @@ def _chart(svg: str) -> str:
     return f'<div class="chart">{svg}</div>'
 
 
+SUMMARY = (
+    "run",
+    "method",
+    "net",
+    "iterations",
+    "positions",
+    "minutes",
+    "first Elo",
+    "last Elo",
+    "value loss: training / validation",
+    "ladder",
+)
+
+
 def _summary(runs: Sequence[RunData]) -> str:
-    head = ("run", "method", "net", "iterations", "positions", "minutes", "last Elo", "ladder")
+    """One row a run. Whether it learned is in two pairs of cells: its first and last
+    iteration's Elo, and its final training value loss beside the last validation's (the same
+    loss on held-out games: far apart, the value head memorised its games)."""
     rows = []
     for run in runs:
+        first = run.iterations[0] if run.iterations else {}
         last = run.iterations[-1] if run.iterations else {}
         ladder = run.ladder or {}
         rated = ladder.get("elo")
+        trained = run.training[-1].get("value_loss") if run.training else None
+        held = last.get("validation", {}).get("traversing", {}).get("value_loss")
         cells = (
             run.name,
             run.method,
@@ -173,12 +192,18 @@ def _summary(runs: Sequence[RunData]) -> str:
             str(len(run.iterations)),
             f"{sum(r.get('positions', 0) for r in run.iterations):,}",
             f"{run.elapsed_s / 60:.1f}",
+            _elo_text(first.get("elo"), first.get("elo_ci95")),
             _elo_text(last.get("elo"), last.get("elo_ci95")),
+            f"{_loss_text(trained)} / {_loss_text(held)}",
             _elo_text(rated, ladder.get("elo_ci95")) if rated is not None else "-",
         )
         rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-    header = "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
+    header = "<tr>" + "".join(f"<th>{h}</th>" for h in SUMMARY) + "</tr>"
     return f'<table class="summary">{header}{"".join(rows)}</table>'
+
+
+def _loss_text(loss) -> str:
+    return f"{loss:.3f}" if isinstance(loss, int | float) else "-"
 
 
 def _elo_text(elo, interval) -> str:

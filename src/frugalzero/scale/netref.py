@@ -8,7 +8,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from frugalzero.nn.model import NetConfig, PolicyValueNet
+from frugalzero.nn.config import NetConfig
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.runtime.weights import arrays_to_state_dict, weights_to_arrays
 
 
@@ -31,7 +32,7 @@ def build_net(payload: dict[str, Any]) -> PolicyValueNet:
 def publish_net(net_path: str | Path) -> tuple[Any, Any]:
     """Load and verify the file here, put it in the object store once: (ObjectRef, NetMeta)."""
     from frugalzero.nn.checkpoint import load_net
-    from frugalzero.scale.runtime import require_ray
+    from frugalzero.scale.cluster import require_ray
 
     ray = require_ray()
     net, meta = load_net(net_path)

@@ -25,7 +25,7 @@ class RayPlayoutPool:
 
     def __init__(self, engine: EngineConfig | None = None, ray: RayConfig | None = None) -> None:
         from frugalzero.scale.actors import PlayoutWorker
-        from frugalzero.scale.runtime import worker_count
+        from frugalzero.scale.cluster import worker_count
         from frugalzero.scale.workers import RayWorkers
 
         self.config = engine = engine or EngineConfig()

@@ -82,7 +82,7 @@ class RayRunner:
     def _connect(self) -> None:
         if self._connected:
             return
-        from frugalzero.scale.runtime import connect
+        from frugalzero.scale.cluster import connect
 
         self._started = connect(self.address, self.config)
         self._connected = True
@@ -102,7 +102,7 @@ class RayRunner:
 
     def close(self) -> None:
         if self._started:
-            from frugalzero.scale.runtime import disconnect
+            from frugalzero.scale.cluster import disconnect
 
             disconnect()
         self._started = self._connected = False

@@ -41,8 +41,8 @@ def ray_selfplay(
     every finished game goes to ``on_game`` here. ``workers_hook`` sees the ``RayWorkers``
     once they run (tests use it to kill one)."""
     from frugalzero.scale.actors import SelfPlayWorker
+    from frugalzero.scale.cluster import worker_count
     from frugalzero.scale.netref import publish_net
-    from frugalzero.scale.runtime import worker_count
     from frugalzero.scale.workers import RayWorkers
     from frugalzero.selfplay.game import game_starts
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from frugalzero.errors import UserError
+from frugalzero.scale.cluster import require_ray
 from frugalzero.scale.config import RayConfig
-from frugalzero.scale.runtime import require_ray
 
 WAIT_S = 1.0  # the driver loop wakes at least this often (Ctrl+C, start timeouts)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from frugalzero.config import check
-from frugalzero.nn.evaluator import EvaluatorConfig
+from frugalzero.nn.config import EvaluatorConfig
 from frugalzero.search.config import SearchConfig
 
 

@@ -1,126 +1,17 @@
-"""Self-play statistics over finished games, as pure functions of their records.
-
-The search-contempt paper judges self-play data by how decisive it is, (w + l) / d, and by how
-many games repeat another game's opening moves: the share of games identical to another game
-up to ply k. False resignations are measured on the games that were not allowed to resign.
-``summary`` gives the same counts with 95% intervals for games read back from PGN
-(``frugalzero games``).
+"""Self-play statistics over finished games, as pure functions of their records: W/D/L,
+decisiveness, repeated openings (counted by ``frugalzero.gamestats``, as for any set of games),
+lengths, and false resignations, measured on the games that were not allowed to resign.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from frugalzero.data.records import GameRecord
-from frugalzero.evaluate.elo import Z95
-
-REPEAT_PLIES = 30
-
-
-def repeated_share_by_ply(
-    games: Sequence[tuple[str, Sequence[str]]], plies: int = REPEAT_PLIES
-) -> list[float]:
-    """Entry k-1: share of games whose first k plies (and start position) equal those of at
-    least one other game. A game shorter than k plies is compared as a whole."""
-    shares = []
-    total = len(games)
-    for k in range(1, plies + 1):
-        prefixes = Counter((fen, tuple(moves[:k])) for fen, moves in games)
-        repeated = sum(count for count in prefixes.values() if count > 1)
-        shares.append(repeated / total if total else 0.0)
-    return shares
-
-
-def duplicate_share(games: Sequence[tuple[str, Sequence[str]]], plies: int) -> float:
-    """(games - distinct openings of ``plies`` plies) / games: the share of games that repeat an
-    earlier game's opening, the measure of search-contempt's paper (Fig. 4; 1 would be every
-    game the same). ``repeated_share_by_ply`` counts the first of each group too."""
-    if not games:
-        return 0.0
-    distinct = len({(fen, tuple(moves[:plies])) for fen, moves in games})
-    return (len(games) - distinct) / len(games)
-
-
-def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (well behaved at 0 and 1, unlike the normal
-    approximation)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-@dataclass(frozen=True)
-class Results:
-    """Games won by White, drawn, won by Black (unfinished games left out)."""
-
-    white: int
-    draws: int
-    black: int
-
-    @property
-    def games(self) -> int:
-        return self.white + self.draws + self.black
-
-    def share(self, count: int) -> tuple[float, float, float]:
-        """(share, low, high) of ``count`` among the games, 95% Wilson interval."""
-        low, high = wilson(count, self.games)
-        return count / max(1, self.games), low, high
-
-    def decisiveness(self) -> tuple[float, float, float]:
-        """((w + l) / d, low, high): the odds of a decisive game, its interval from the Wilson
-        interval of the decisive share (infinite when no game was drawn)."""
-        decisive = self.white + self.black
-        low, high = wilson(decisive, self.games)
-        return _odds(decisive / max(1, self.games)), _odds(low), _odds(high)
-
-
-def _odds(p: float) -> float:
-    return math.inf if p >= 1.0 else p / (1.0 - p)
-
-
-def count_results(results: Iterable[str]) -> Results:
-    """Tally PGN results ('1-0', '1/2-1/2', '0-1'; others are unfinished and skipped)."""
-    tally = Counter(results)
-    return Results(tally["1-0"], tally["1/2-1/2"], tally["0-1"])
-
-
-def summary(
-    games: Sequence[tuple[str, Sequence[str]]], results: Results, plies: int = REPEAT_PLIES
-) -> dict[str, Any]:
-    """The counts of a set of games, as ``frugalzero games`` prints them: shares in percent
-    with 95% intervals, decisiveness, and the repeated-openings share at every ply up to
-    ``plies`` (``repeated_by_ply[k - 1]`` is the share after k plies)."""
-
-    def pct(count: int) -> list[float]:
-        return [round(100 * x, 1) for x in results.share(count)]
-
-    odds = results.decisiveness()
-    curve = repeated_share_by_ply(games, plies)
-    return {
-        "games": results.games,
-        "white_wins": results.white,
-        "draws": results.draws,
-        "black_wins": results.black,
-        "white_pct_ci95": pct(results.white),
-        "draw_pct_ci95": pct(results.draws),
-        "black_pct_ci95": pct(results.black),
-        "decisive_over_draws_ci95": [round(x, 3) if math.isfinite(x) else None for x in odds],
-        "repeated_after_move": {
-            str(move): round(curve[2 * move - 1], 3) for move in (1, 2, 5, 10) if 2 * move <= plies
-        },
-        "duplicates_after_move": {
-            str(move): round(duplicate_share(games, 2 * move), 3)
-            for move in (1, 2, 3, 4, 5, 10, 15, 20, 25, 30, 40, 50)
-        },
-        "repeated_by_ply": [round(x, 3) for x in curve],
-    }
+from frugalzero.gamestats import REPEAT_PLIES, repeated_share_by_ply
 
 
 def false_resignation_rate(records: Sequence[GameRecord]) -> tuple[float | None, int]:

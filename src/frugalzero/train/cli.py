@@ -67,7 +67,8 @@ def _initial_net(args: argparse.Namespace, seed: int):
     import torch
 
     from frugalzero.nn.checkpoint import load_net
-    from frugalzero.nn.model import PolicyValueNet, architecture
+    from frugalzero.nn.config import architecture
+    from frugalzero.nn.model import PolicyValueNet
     from frugalzero.nn.shipped import resolve_net_path
 
     if args.net:
@@ -211,7 +212,7 @@ def _result(summary, trainer, out: Path, source, train, holdout, started) -> dic
 def _arch_name(config) -> str:
     import dataclasses
 
-    from frugalzero.nn.model import ARCHITECTURES
+    from frugalzero.nn.config import ARCHITECTURES
 
     for name, arch in ARCHITECTURES.items():
         if dataclasses.replace(arch, value_head=config.value_head) == config:

@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from frugalzero.data.loader import CompactBatch, TrainingBatch, assemble, pack
+from frugalzero.data.batches import CompactBatch, TrainingBatch, assemble, pack
 from frugalzero.data.replay import LegalCache, Sample, replay_flat, replay_shard_games
 from frugalzero.data.selection import Selection, select_all, split_holdout
 from frugalzero.data.shards import warn

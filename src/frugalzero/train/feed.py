@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from frugalzero.chess.moves import NUM_MOVES
-from frugalzero.data.loader import CompactBatch, TrainingBatch
+from frugalzero.data.batches import CompactBatch, TrainingBatch
 from frugalzero.nn.planes import encode_on, frames_bytes
 
 _DONE = object()

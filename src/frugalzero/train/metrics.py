@@ -16,12 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.layout import METRICS
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+from frugalzero.output import to_json
 
 
 class MetricsLog:
@@ -50,9 +45,9 @@ class MetricsLog:
 
     def write(self, kind: str, iteration: int, step: int, values: dict[str, Any]) -> None:
         record = {"kind": kind, "iteration": iteration, "step": step, "time": round(time.time(), 3)}
-        record.update({k: _plain(v) for k, v in values.items()})
+        record.update(values)
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+            handle.write(to_json(record) + "\n")
         self.lines += 1
         writer = self._tb()
         if writer is not None:

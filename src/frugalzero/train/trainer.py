@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from frugalzero.config import dump_toml, to_dict
-from frugalzero.data.loader import TrainingBatch
+from frugalzero.data.batches import TrainingBatch
 from frugalzero.errors import UserError
 from frugalzero.layout import AVERAGE, NET, TRAIN_CONFIG
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
@@ -390,30 +390,38 @@ class Trainer:
 
     # ---- evaluation and batch norm ----------------------------------------------------------
 
-    def evaluate(self, net: PolicyValueNet, data: SampleSet) -> dict[str, float]:
-        """Policy loss, value loss and top-1 agreement of ``net`` on ``data``, in order.
+    def evaluate(self, net: PolicyValueNet, data: SampleSet) -> dict[str, Any]:
+        """Policy loss, value losses and top-1 agreement of ``net`` on ``data``, in order.
 
-        The value target is the game result (so curves stay comparable whatever lambda
-        does), or the expert/search value for data without results.
+        ``value_loss`` (and ``value_mse``) measure the target training learns, the current
+        iteration's lambda blend: the same loss as the training records, so a gap between them
+        is memorising, not another target. ``result_value_loss`` measures the game result alone
+        (the expert's or search's values for data without results), comparable between runs
+        whatever their lambda.
         """
+        lam = lambda_at(self.config, self.progress.iteration)
         was_training = net.training
         net.eval()
-        totals = {"policy": 0.0, "value": 0.0, "value_count": 0.0, "top1": 0.0, "mse": 0.0}
+        keys = ("policy", "value", "value_count", "top1", "mse", "result", "result_count")
+        totals = dict.fromkeys(keys, 0.0)
         count = 0
-        lam = 0.0
+        result_lam = 0.0
         for batch in self._in_order(data):
             if count == 0 and not torch.isfinite(batch.z).any():
-                lam = 1.0  # no game results: validate against the values instead
+                result_lam = 1.0  # no game results: the values stand in for them
             with torch.no_grad():
                 policy, value = self.forward(net, batch.planes)
-                sums = loss_sums(
-                    policy,
-                    value,
-                    batch,
-                    self.head,
-                    lam,
-                    self.config.value_source,
-                    self.config.expert_wdl,
+                sums, result = (
+                    loss_sums(
+                        policy,
+                        value,
+                        batch,
+                        self.head,
+                        blend,
+                        self.config.value_source,
+                        self.config.expert_wdl,
+                    )
+                    for blend in (lam, result_lam)
                 )
                 v = pick_value(batch.search_value, batch.expert_value, self.config.value_source)
                 target = value_target(batch.z, v, lam)
@@ -424,6 +432,8 @@ class Trainer:
             totals["value_count"] += float(sums.value_count)
             totals["top1"] += float(sums.top1)
             totals["mse"] += float(mse)
+            totals["result"] += float(result.value)
+            totals["result_count"] += float(result.value_count)
             count += sums.count
         net.train(was_training)
         vc = max(totals["value_count"], 1.0)
@@ -431,9 +441,11 @@ class Trainer:
             "policy_loss": totals["policy"] / max(count, 1),
             "value_loss": totals["value"] / vc,
             "value_mse": totals["mse"] / vc,
+            "value_lambda": lam,
+            "result_value_loss": totals["result"] / max(totals["result_count"], 1.0),
             "top1": totals["top1"] / max(count, 1),
             "positions": count,
-            "value_target": "result" if lam == 0.0 else "value",
+            "value_target": "result" if result_lam == 0.0 else "value",
         }
 
     def recompute_bn(self, net: PolicyValueNet, train: SampleSet) -> int:

@@ -1,4 +1,5 @@
-"""Loader and selection: exact planes and targets, shuffling, replay window, holdout."""
+"""Training positions (``PositionSet``) and selection: exact planes and targets, every position
+once an epoch, replay window, holdout, bad data skipped, worker processes."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import torch
 from frugalzero.chess.encoding import encode, frames_array
 from frugalzero.chess.history import net_input_from_board
 from frugalzero.chess.moves import NUM_MOVES, legal_mask
-from frugalzero.data.loader import LoaderConfig, iterate_in_order, training_loader
 from frugalzero.data.records import GameRecord
 from frugalzero.data.selection import Selection, replay_window, select_all, split_holdout
 from frugalzero.data.shards import ShardWriter, read_shard, write_shard
 from frugalzero.data.synthetic import every_kind_games, selfplay_like_games
+from frugalzero.train.data import PositionSet
+from frugalzero.train.trainer import phase_order
 
 
 def expected_samples(games: list[GameRecord]):
@@ -47,10 +49,20 @@ def flatten(batches):
         yield from zip(*arrays)
 
 
-def test_loader_rebuilds_exact_planes_and_targets(tmp_path):
+def in_order(sources, batch_size: int = 64) -> list:
+    """Every position of ``sources`` replayed once, batched in stored order (shards, games,
+    plies): how the trainer reads its validation set."""
+    positions = PositionSet.load(sources if isinstance(sources, Selection) else select_all(sources))
+    indices = np.arange(len(positions))
+    return [
+        positions.batch(indices[i : i + batch_size]) for i in range(0, len(indices), batch_size)
+    ]
+
+
+def test_positions_rebuild_exact_planes_and_targets(tmp_path):
     games = every_kind_games()
     write_shard(tmp_path / "a.fzs", games)
-    got = list(flatten(iterate_in_order([tmp_path], batch_size=7)))
+    got = list(flatten(in_order([tmp_path], batch_size=7)))
     want = list(expected_samples(read_shard(tmp_path / "a.fzs")))
     assert len(got) == len(want) == sum(g.positions for g in games)
     for g, w in zip(got, want):
@@ -78,24 +90,19 @@ def shard_dir(tmp_path_factory):
     return out
 
 
-def test_one_epoch_yields_every_position_once_in_shuffled_order(shard_dir):
-    ordered = sv_ids(iterate_in_order([shard_dir]))
-    assert len(set(ordered)) == len(ordered)
-    config = LoaderConfig(batch_size=64, workers=0, shuffle_buffer=512, window=0, seed=1)
-    batches = list(training_loader([shard_dir], config, epochs=1))
+def test_an_epoch_batches_every_position_once(shard_dir):
+    """The trainer's epoch: its order (``phase_order``) over the replayed positions."""
+    positions = PositionSet.load(select_all([shard_dir]))
+    ordered = sv_ids([positions.batch(np.arange(len(positions)))])
+    assert len(set(ordered)) == len(ordered) == select_all([shard_dir]).positions
+    order = phase_order(seed=1, iteration=0, phase="main", epoch=0, size=len(positions))
+    batches = [positions.batch(order[i : i + 64]) for i in range(0, len(order), 64)]
     shuffled = sv_ids(batches)
-    assert sorted(shuffled) == sorted(ordered)
-    assert all(len(b) == 64 for b in batches[:-1])
+    assert sorted(shuffled) == sorted(ordered) and shuffled != ordered
     first = batches[0]
     assert first.planes.shape == (64, 119, 8, 8) and first.planes.dtype == torch.float32
     assert first.planes.is_contiguous(memory_format=torch.channels_last)
     assert first.legal.dtype == torch.bool and first.policy.shape == (64, NUM_MOVES)
-    # shuffled across shards: the first batch mixes several of the four shards
-    game_of = _per_game(shard_dir)
-    assert len({game_of[v] // 4 for v in sv_ids(batches[:1])}) >= 2
-    # and far from the stored order
-    rank = {v: i for i, v in enumerate(ordered)}
-    assert abs(np.corrcoef(np.arange(len(shuffled)), [rank[v] for v in shuffled])[0, 1]) < 0.6
 
 
 def _per_game(shard_dir) -> dict[float, int]:
@@ -108,33 +115,17 @@ def _per_game(shard_dir) -> dict[float, int]:
     return out
 
 
-def test_seeded_and_workers_cover_everything(shard_dir):
-    config = LoaderConfig(batch_size=32, workers=0, shuffle_buffer=256, window=0, seed=3)
-    a = sv_ids(list(training_loader([shard_dir], config, epochs=1))[:3])
-    b = sv_ids(list(training_loader([shard_dir], config, epochs=1))[:3])
-    config.seed = 4
-    c = sv_ids(list(training_loader([shard_dir], config, epochs=1))[:3])
-    assert a == b and a != c
-    config.workers = 2
-    both = sv_ids(training_loader([shard_dir], config, epochs=1))
-    assert sorted(both) == sorted(sv_ids(iterate_in_order([shard_dir])))
-
-
 def test_replay_window_takes_the_newest_games(shard_dir):
     everything = select_all([shard_dir])
     window = replay_window([shard_dir], everything.positions // 3)
     assert everything.positions // 3 <= window.positions < everything.positions // 3 + 250
-    newest = sv_ids(iterate_in_order(window))
-    ordered = sv_ids(iterate_in_order(everything))
+    newest = sv_ids(in_order(window))
+    ordered = sv_ids(in_order(everything))
     assert newest == ordered[-len(newest) :]
-    config = LoaderConfig(batch_size=50, workers=0, window=everything.positions // 3, seed=2)
-    trained = sv_ids(training_loader([shard_dir], config, epochs=1))
-    assert sorted(trained) == sorted(newest)
 
 
 def test_a_moving_window_replays_only_its_new_games(shard_dir, monkeypatch):
     from frugalzero.data import replay
-    from frugalzero.train.data import PositionSet
 
     everything = select_all([shard_dir])
     older = replay_window([shard_dir], everything.positions * 2 // 3)  # an earlier iteration's
@@ -161,8 +152,6 @@ def test_a_moving_window_replays_only_its_new_games(shard_dir, monkeypatch):
 def test_loading_positions_pauses_the_cycle_collector_and_restores_it(shard_dir):
     import gc
 
-    from frugalzero.train.data import PositionSet
-
     everything = select_all([shard_dir])
     during: list[bool] = []
     try:
@@ -182,10 +171,9 @@ def test_holdout_is_fixed_whole_games_and_excluded(shard_dir):
     assert train.positions + holdout.positions == total
     assert 0.1 * total <= holdout.positions < 0.1 * total + 250
     again = Selection.from_json(holdout.to_json())
-    held = sv_ids(iterate_in_order(holdout))
-    assert sv_ids(iterate_in_order(again)) == held
-    config = LoaderConfig(batch_size=64, workers=0, window=0, seed=5)
-    trained = sv_ids(training_loader([shard_dir], config, exclude=holdout, epochs=1))
+    held = sv_ids(in_order(holdout))
+    assert sv_ids(in_order(again)) == held
+    trained = sv_ids(in_order(select_all([shard_dir]).without(holdout)))
     assert not set(trained) & set(held)
     assert len(trained) + len(held) == total
     games_of = _per_game(shard_dir)
@@ -215,16 +203,15 @@ def test_damaged_shard_and_bad_game_are_skipped(tmp_path, capsys):
     data = bytearray(bad.read_bytes())
     data[len(data) // 2] ^= 1
     bad.write_bytes(bytes(data))
-    got = sv_ids(iterate_in_order([tmp_path]))
+    got = sv_ids(in_order([tmp_path]))
     err = capsys.readouterr().err
     assert "b.fzs" in err and "c.fzs: game 0 skipped" in err
     assert len(got) == 2 * games[0].positions + games[1].positions
 
 
 def test_worker_processes_replay_exactly_what_one_process_does(tmp_path, monkeypatch, capsys):
-    from frugalzero.data.loader import pack
+    from frugalzero.data.batches import pack
     from frugalzero.train import data as train_data
-    from frugalzero.train.data import PositionSet
 
     monkeypatch.setattr(train_data, "MIN_GAMES_PER_WORKER", 1)  # tiny data, real processes
     pools = []
