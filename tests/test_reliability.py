@@ -29,7 +29,8 @@ from frugalzero.data.synthetic import selfplay_like_games
 from frugalzero.errors import UserError
 from frugalzero.layout import RunLayout
 from frugalzero.nn.checkpoint import NetFileError, NetMeta, load_net, save_net
-from frugalzero.nn.model import PolicyValueNet, architecture
+from frugalzero.nn.config import architecture
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.pipeline.clock import RunClock
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.generate import GAMES_PER_SHARD, InOrder
