@@ -224,10 +224,11 @@ void bind_search(nb::module_& m) {
                 W.push_back(e.W);
                 P.push_back(e.prior);
                 S.push_back(t.selection_prior(id, s));
-                child.push_back(e.child);
-                move.push_back(e.move);
-                index.push_back(e.index);
-                blocked.push_back(e.blocked);
+                const fz::Link& l = t.link(id, s);
+                child.push_back(l.child);
+                move.push_back(l.move);
+                index.push_back(l.index);
+                blocked.push_back(l.blocked);
             }
             nb::dict d;
             d["N"] = to_numpy(std::move(N));

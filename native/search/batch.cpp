@@ -1,7 +1,9 @@
 #include "search/batch.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace fz {
 
@@ -38,51 +40,87 @@ InputKey input_key(const uint64_t keys[HISTORY], const int reps[HISTORY], const 
 
 // -- EvalCache -----------------------------------------------------------------------------
 
-const CachedEvaluation* EvalCache::get(const InputKey& key) {
-    auto it = map_.find(key);
-    if (it == map_.end()) {
-        misses += 1;
-        return nullptr;
+EvalCache::EvalCache(size_t capacity) : capacity_(capacity) { allocate(); }
+
+EvalCache::~EvalCache() { release(); }
+
+void EvalCache::allocate() {
+    sets_ = (capacity_ + WAYS - 1) / WAYS;
+    used_ = 0;
+    clock_ = 0;
+    if (sets_ == 0) return;
+    headers_ = static_cast<Header*>(std::calloc(sets_ * WAYS, sizeof(Header)));
+    payloads_ = static_cast<Payload*>(std::calloc(sets_ * WAYS, sizeof(Payload)));
+    if (!headers_ || !payloads_) {
+        release();
+        throw std::bad_alloc();
     }
-    hits += 1;
-    order_.splice(order_.end(), order_, it->second);
-    return &it->second->second;
+}
+
+void EvalCache::release() {
+    std::free(headers_);
+    std::free(payloads_);
+    headers_ = nullptr;
+    payloads_ = nullptr;
+}
+
+bool EvalCache::get(const InputKey& key, Hit& hit) {
+    if (sets_ == 0) {
+        misses += 1;
+        return false;
+    }
+    const size_t first = (key.a % sets_) * WAYS;
+    for (size_t i = first; i < first + WAYS; ++i) {
+        Header& h = headers_[i];
+        if (h.stamp && h.key == key) {
+            h.stamp = ++clock_;
+            const Payload& p = payloads_[i];
+            hit = {p.logits, h.count, p.value, h.has_wdl ? p.wdl : nullptr};
+            hits += 1;
+            return true;
+        }
+    }
+    misses += 1;
+    return false;
 }
 
 void EvalCache::put(const InputKey& key, const float* logits, int count, float value,
                     const float* wdl) {
-    if (capacity_ == 0) return;
-    auto it = map_.find(key);
-    if (it != map_.end()) {
-        order_.splice(order_.end(), order_, it->second);
-    } else {
-        order_.emplace_back(key, CachedEvaluation{});
-        it = map_.emplace(key, std::prev(order_.end())).first;
+    if (sets_ == 0 || count > SLOT || count < 0) return;
+    const size_t first = (key.a % sets_) * WAYS;
+    size_t slot = first;
+    for (size_t i = first; i < first + WAYS; ++i) {
+        const Header& h = headers_[i];
+        if (h.stamp && h.key == key) {  // already there: refresh it
+            slot = i;
+            break;
+        }
+        if (h.stamp < headers_[slot].stamp) slot = i;  // an empty one (0) or the oldest
     }
-    CachedEvaluation& entry = it->second->second;
-    entry.logits.assign(logits, logits + count);
-    entry.value = value;
-    entry.has_wdl = wdl != nullptr;
-    if (wdl) std::copy_n(wdl, 3, entry.wdl);
-    trim();
+    Header& h = headers_[slot];
+    if (!h.stamp) used_ += 1;
+    if (++clock_ == 0) {  // the clock wrapped (after 4 billion uses): restart the ages
+        for (size_t i = 0; i < sets_ * WAYS; ++i)
+            if (headers_[i].stamp) headers_[i].stamp = 1;
+        clock_ = 2;
+    }
+    h.key = key;
+    h.stamp = clock_;
+    h.count = uint16_t(count);
+    h.has_wdl = wdl != nullptr;
+    Payload& p = payloads_[slot];
+    p.value = value;
+    if (wdl) std::copy_n(wdl, 3, p.wdl);
+    std::copy_n(logits, count, p.logits);
 }
 
 void EvalCache::resize(size_t capacity) {
+    release();
     capacity_ = capacity;
-    trim();
+    allocate();
 }
 
-void EvalCache::clear() {
-    map_.clear();
-    order_.clear();
-}
-
-void EvalCache::trim() {
-    while (map_.size() > capacity_) {
-        map_.erase(order_.front().first);
-        order_.pop_front();
-    }
-}
+void EvalCache::clear() { resize(capacity_); }
 
 // -- LeafBatch -----------------------------------------------------------------------------
 
@@ -101,18 +139,17 @@ void LeafBatch::clear() {
 }
 
 bool LeafBatch::add_cached(int tree, int node, int count, const InputKey& key, EvalCache* cache) {
-    if (!cache) return false;
-    const CachedEvaluation* hit = cache->get(key);
-    if (!hit || int(hit->logits.size()) != count) return false;
+    EvalCache::Hit hit;
+    if (!cache || !cache->get(key, hit) || hit.count != count) return false;
     Leaf leaf;
     leaf.tree = tree;
     leaf.node = node;
     leaf.count = count;
     leaf.cached = int(cached_logits_.size());
-    cached_logits_.insert(cached_logits_.end(), hit->logits.begin(), hit->logits.end());
-    leaf.value = hit->value;
-    leaf.has_wdl = hit->has_wdl;
-    std::copy_n(hit->wdl, 3, leaf.wdl);
+    cached_logits_.insert(cached_logits_.end(), hit.logits, hit.logits + count);
+    leaf.value = hit.value;
+    leaf.has_wdl = hit.wdl != nullptr;
+    if (hit.wdl) std::copy_n(hit.wdl, 3, leaf.wdl);
     leaves_.push_back(leaf);
     return true;
 }

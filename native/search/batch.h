@@ -8,8 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
-#include <unordered_map>
 #include <vector>
 
 #include "chess/position.h"
@@ -32,33 +30,54 @@ struct InputKeyHash {
 // entries where Python's cache has one, which costs a network call, never a wrong answer).
 InputKey input_key(const uint64_t keys[HISTORY], const int reps[HISTORY], const int64_t* meta);
 
-struct CachedEvaluation {
-    std::vector<float> logits;  // the network's logits of the legal moves, in move order
-    float value = 0.0f;
-    float wdl[3] = {0.0f, 0.0f, 0.0f};
-    bool has_wdl = false;
-};
-
-// The network's answers, least recently used first out; keyed by input_key.
+// The network's answers by input key: a set-associative table (sets of WAYS entries, the least
+// recently used of a set replaced), flat in memory, so a lookup touches a few cache lines
+// instead of a hash node, a list node and a vector. Positions with more than SLOT legal moves
+// (none in real games, where 218 is the most and 60 rare) are not kept.
 class EvalCache {
 public:
-    explicit EvalCache(size_t capacity) : capacity_(capacity) {}
-    // The entry for ``key`` (marked recently used), or nullptr.
-    const CachedEvaluation* get(const InputKey& key);
+    static constexpr int WAYS = 4;
+    static constexpr int SLOT = 80;
+
+    struct Hit {
+        const float* logits;
+        int count;
+        float value;
+        const float* wdl;  // nullptr without a WDL head
+    };
+
+    explicit EvalCache(size_t capacity);
+    ~EvalCache();
+    EvalCache(const EvalCache&) = delete;
+    EvalCache& operator=(const EvalCache&) = delete;
+
+    // The entry for ``key`` (marked recently used); false when there is none.
+    bool get(const InputKey& key, Hit& hit);
     void put(const InputKey& key, const float* logits, int count, float value, const float* wdl);
-    void resize(size_t capacity);
+    void resize(size_t capacity);  // starts empty
     void clear();
-    size_t size() const { return map_.size(); }
+    size_t size() const { return used_; }
     size_t capacity() const { return capacity_; }
     uint64_t hits = 0, misses = 0;
 
 private:
-    void trim();
-    size_t capacity_;
-    std::list<std::pair<InputKey, CachedEvaluation>> order_;  // most recent at the back
-    std::unordered_map<InputKey, std::list<std::pair<InputKey, CachedEvaluation>>::iterator,
-                       InputKeyHash>
-        map_;
+    struct Header {
+        InputKey key;
+        uint32_t stamp;  // when last used; 0: empty
+        uint16_t count;
+        uint8_t has_wdl;
+    };
+    struct Payload {
+        float value;
+        float wdl[3];
+        float logits[SLOT];
+    };
+    void allocate();
+    void release();
+    size_t capacity_ = 0, sets_ = 0, used_ = 0;
+    uint32_t clock_ = 0;
+    Header* headers_ = nullptr;  // calloc'ed: untouched pages cost no memory
+    Payload* payloads_ = nullptr;
 };
 
 struct Leaf {

@@ -96,6 +96,23 @@ const Edge& Tree::edge(int node, int slot) const {
     return edges_[size_t(nd.edges + slot)];
 }
 
+const Link& Tree::link(int node, int slot) const {
+    edge(node, slot);  // the same checks
+    return links_[size_t(nodes_[size_t(node)].edges + slot)];
+}
+
+int Tree::add_edges(const Move* moves, int count, Color turn) {
+    const int first = int(edges_.size());
+    edges_.resize(edges_.size() + size_t(count));
+    links_.resize(links_.size() + size_t(count));
+    Link* links = &links_[size_t(first)];
+    for (int i = 0; i < count; ++i) {
+        links[i].move = moves[i].raw;
+        links[i].index = uint16_t(policy_index(moves[i], turn));
+    }
+    return first;
+}
+
 double Tree::prior_at(int node, int slot) const { return edges_of(node)[slot].prior; }
 
 double Tree::selection_prior(int node, int slot) const {
@@ -121,6 +138,7 @@ void Tree::start(double simulations, const std::vector<uint16_t>& only,
     started_ = 0;
     max_depth_ = 0;
     generation_ += 1;
+    frozen_.clear();  // every frozen distribution belonged to an earlier search
     prepared_ = false;
     gumbel_.reset();
     noise_ = noise;
@@ -198,6 +216,7 @@ int Tree::descend(bool& collision) {
             } else {
                 std::vector<double> policy = improved_policy(node);
                 const Edge* E = edges_of(node);
+                const Link* L = links_of(node);
                 double total = 0.0;
                 {
                     std::vector<double> visits(nd->count);
@@ -207,7 +226,7 @@ int Tree::descend(bool& collision) {
                 std::vector<double> scores(nd->count);
                 for (int s = 0; s < nd->count; ++s) {
                     scores[size_t(s)] = policy[size_t(s)] - double(E[s].N) / (1.0 + total);
-                    if (nd->has_block && E[s].blocked) scores[size_t(s)] += NEG_INF;
+                    if (nd->has_block && L[s].blocked) scores[size_t(s)] += NEG_INF;
                 }
                 slot = argmax(scores);
             }
@@ -227,12 +246,13 @@ int Tree::descend(bool& collision) {
         nd->n += 1;
         path_.push_back(node);
         depth += 1;
+        const Link& link = links_of(node)[slot];
         positions_.push_back(positions_.back());
-        positions_.back().play(Move(e.move));
-        int child = e.child;
+        positions_.back().play(Move(link.move));
+        int child = link.child;
         if (child < 0) {
             child = make_child(node, slot, depth);
-            edges_of(node)[slot].child = child;
+            links_of(node)[slot].child = child;
             if (depth > max_depth_) max_depth_ = depth;
             started_ += 1;
             if (nodes_[size_t(child)].state == TERMINAL) backup(child, nodes_[size_t(child)].value);
@@ -271,15 +291,10 @@ int Tree::make_child(int parent, int slot, int depth) {
     }
     node.state = PENDING;
     node.count = uint16_t(status.count);
-    node.edges = int(edges_.size());
+    node.edges = add_edges(moves, status.count, pos.turn);
     int16_t indices[MAX_MOVES];
-    for (int i = 0; i < status.count; ++i) {
-        Edge e;
-        e.move = moves[i].raw;
-        e.index = uint16_t(policy_index(moves[i], pos.turn));
-        indices[i] = int16_t(e.index);
-        edges_.push_back(e);
-    }
+    const Link* links = &links_[size_t(node.edges)];
+    for (int i = 0; i < status.count; ++i) indices[i] = int16_t(links[i].index);
     // the leaf's history: itself, then its ancestors (parent first), then the game's
     int64_t meta[META_FIELDS];
     pos.meta(meta);
@@ -350,15 +365,15 @@ void Tree::update_proof(int parent, int slot, int child, bool& proof) {
         proof = true;
         return;
     }
-    Edge* E = edges_of(parent);
+    Link* L = links_of(parent);
     if (!p.has_block) {
-        for (int s = 0; s < p.count; ++s) E[s].blocked = false;
+        for (int s = 0; s < p.count; ++s) L[s].blocked = false;
         p.has_block = true;
     }
-    E[slot].blocked = true;
+    L[slot].blocked = true;
     int longest = 0;
     for (int s = 0; s < p.count; ++s) {
-        int ch = E[s].child;
+        int ch = L[s].child;
         if (ch < 0 || nodes_[size_t(ch)].proven <= 0) {
             proof = false;
             return;
@@ -434,11 +449,12 @@ void Tree::expand(int node, std::vector<double>& priors, double value, double dr
     if (!std::isfinite(value)) value = 0.0;
     Node& nd = nodes_[size_t(node)];
     Edge* E = edges_of(node);
+    Link* L = links_of(node);
     for (int s = 0; s < nd.count; ++s) {
-        E[s].prior = priors[size_t(s)];
+        E[s].prior = float(priors[size_t(s)]);  // the network's precision, as the reference rounds
         E[s].N = 0;
         E[s].W = 0.0;
-        E[s].child = -1;
+        L[s].child = -1;
     }
     nd.visited_p = 0.0;
     nd.value = value;
@@ -455,12 +471,13 @@ void Tree::expand(int node, std::vector<double>& priors, double value, double dr
 int Tree::puct_slot(int node, double cs, double fpu) const {
     const Node& nd = nodes_[size_t(node)];
     const Edge* E = edges_of(node);
+    const Link* L = links_of(node);
     const double* root = (node == root_ && root_priors_set_) ? root_priors_.data() : nullptr;
     if (nd.has_block) {  // proven children or a restricted root: the full scan
         double best = NEG_INF;
         int slot = 0;
         for (int s = 0; s < nd.count; ++s) {
-            if (E[s].blocked) continue;
+            if (L[s].blocked) continue;
             const double p = root ? root[s] : E[s].prior;
             const double visits = double(E[s].N);
             const double score = p * cs / (visits + 1.0) + (visits > 0 ? edge_q(E[s]) : fpu);
@@ -552,7 +569,16 @@ void Tree::new_root(int keep) {
         pre_root_reps_.push_back(history_.repetitions_at(history_.size() - 1 - i));
     }
     if (keep >= 0) {
-        root_ = compact(keep);
+        // the other subtrees are garbage now; copy the kept one to fresh arenas once the
+        // garbage outweighs what was live at the last copy (every few moves, not every move)
+        if (nodes_.size() > 2 * compacted_ + 256) {
+            root_ = compact(keep);
+            compacted_ = nodes_.size();
+        } else {
+            root_ = keep;
+            nodes_[size_t(keep)].parent = -1;
+            nodes_[size_t(keep)].slot = -1;
+        }
         Node& root = nodes_[size_t(root_)];
         const Edge* E = edges_of(root_);
         std::vector<double> visited;
@@ -563,7 +589,9 @@ void Tree::new_root(int keep) {
     }
     nodes_.clear();
     edges_.clear();
+    links_.clear();
     frozen_.clear();
+    compacted_ = 0;
     const Position& pos = history_.current();
     Node root;
     root.key = pos.key;
@@ -575,13 +603,7 @@ void Tree::new_root(int keep) {
         root.value = pos.in_check() ? -1.0 : 0.0;
     } else {
         root.count = uint16_t(count);
-        root.edges = 0;
-        for (int i = 0; i < count; ++i) {
-            Edge e;
-            e.move = moves[i].raw;
-            e.index = uint16_t(policy_index(moves[i], pos.turn));
-            edges_.push_back(e);
-        }
+        root.edges = add_edges(moves, count, pos.turn);
     }
     nodes_.push_back(root);
     root_ = 0;
@@ -597,12 +619,19 @@ int Tree::compact(int keep) {
         if (nd.edges < 0) continue;
         kept_edges += nd.count;
         for (int s = 0; s < nd.count; ++s)
-            if (edges_[size_t(nd.edges + s)].child >= 0) stack.push_back(edges_[size_t(nd.edges + s)].child);
+            if (links_[size_t(nd.edges + s)].child >= 0) stack.push_back(links_[size_t(nd.edges + s)].child);
     }
-    std::vector<Node> nodes;
-    std::vector<Edge> edges;
-    nodes.reserve(kept_nodes);
-    edges.reserve(kept_edges);
+    // into the spare arenas (the live ones of the last compaction: memory already touched,
+    // no page faults, no allocation once they are large enough)
+    std::vector<Node>& nodes = spare_nodes_;
+    std::vector<Edge>& edges = spare_edges_;
+    std::vector<Link>& links = spare_links_;
+    nodes.clear();
+    edges.clear();
+    links.clear();
+    nodes.reserve(2 * kept_nodes);
+    edges.reserve(2 * kept_edges);
+    links.reserve(2 * kept_edges);
     // breadth first: (old id, new parent)
     std::vector<std::pair<int, int>> queue = {{keep, -1}};
     for (size_t i = 0; i < queue.size(); ++i) {
@@ -613,13 +642,14 @@ int Tree::compact(int keep) {
         nd.frozen = -1;
         nd.frozen_gen = -1;
         if (parent < 0) nd.slot = -1;
-        else edges[size_t(nodes[size_t(parent)].edges + nd.slot)].child = id;
+        else links[size_t(nodes[size_t(parent)].edges + nd.slot)].child = id;
         if (nd.edges >= 0) {
             const int first = int(edges.size());
             for (int s = 0; s < nd.count; ++s) {
-                Edge e = edges_[size_t(nd.edges + s)];
-                if (e.child >= 0) queue.emplace_back(e.child, id);
-                edges.push_back(e);
+                const Link& link = links_[size_t(nd.edges + s)];
+                if (link.child >= 0) queue.emplace_back(link.child, id);
+                edges.push_back(edges_[size_t(nd.edges + s)]);
+                links.push_back(link);
             }
             nd.edges = first;
         }
@@ -627,6 +657,7 @@ int Tree::compact(int keep) {
     }
     nodes_.swap(nodes);
     edges_.swap(edges);
+    links_.swap(links);
     frozen_.clear();
     return 0;
 }
@@ -647,7 +678,7 @@ void Tree::prepare_root() {
         g->base.resize(size_t(n));
         for (int s = 0; s < n; ++s) {
             double noise = (params_.gumbel_noise && int(noise_.size()) == n) ? noise_[size_t(s)] : 0.0;
-            g->base[size_t(s)] = noise + std::log(std::max(E[s].prior, 1e-30));
+            g->base[size_t(s)] = noise + std::log(std::max(double(E[s].prior), 1e-30));
         }
         std::vector<double> eligible = g->base;
         int candidates = n;
@@ -683,13 +714,13 @@ void Tree::prepare_root() {
 
 void Tree::restrict_root() {
     Node& root = nodes_[size_t(root_)];
-    Edge* E = edges_of(root_);
+    Link* L = links_of(root_);
     if (!allowed_.empty()) {  // lift the previous search's restriction: the proofs' blocks
         root.has_block = false;
         for (int s = 0; s < root.count; ++s) {
-            int ch = E[s].child;
-            E[s].blocked = ch >= 0 && nodes_[size_t(ch)].proven > 0;
-            root.has_block = root.has_block || E[s].blocked;
+            int ch = L[s].child;
+            L[s].blocked = ch >= 0 && nodes_[size_t(ch)].proven > 0;
+            root.has_block = root.has_block || L[s].blocked;
         }
         allowed_.clear();
     }
@@ -697,24 +728,24 @@ void Tree::restrict_root() {
     std::vector<bool> allowed(static_cast<size_t>(root.count));
     int count = 0;
     for (int s = 0; s < root.count; ++s) {
-        allowed[size_t(s)] = std::find(only_.begin(), only_.end(), E[s].move) != only_.end();
+        allowed[size_t(s)] = std::find(only_.begin(), only_.end(), L[s].move) != only_.end();
         count += allowed[size_t(s)];
     }
     if (count == 0 || count == root.count) return;
     if (!root.has_block)
-        for (int s = 0; s < root.count; ++s) E[s].blocked = false;
+        for (int s = 0; s < root.count; ++s) L[s].blocked = false;
     root.has_block = true;
     for (int s = 0; s < root.count; ++s)
-        if (!allowed[size_t(s)]) E[s].blocked = true;
+        if (!allowed[size_t(s)]) L[s].blocked = true;
     allowed_ = allowed;
 }
 
 bool Tree::allowed_all_blocked() const {
     const Node& root = nodes_[size_t(root_)];
     if (allowed_.empty() || !root.has_block) return false;
-    const Edge* E = edges_of(root_);
+    const Link* L = links_of(root_);
     for (int s = 0; s < root.count; ++s)
-        if (!E[s].blocked) return false;
+        if (!L[s].blocked) return false;
     return true;
 }
 
@@ -769,13 +800,14 @@ std::vector<double> Tree::improved_policy(int node) const {
     const double scale = (params_.c_visit + top) * params_.c_scale;
     std::vector<double> x(nd.count);
     for (int s = 0; s < nd.count; ++s)
-        x[size_t(s)] = std::log(std::max(E[s].prior, 1e-30)) + scale * q_hat[size_t(s)];
+        x[size_t(s)] = std::log(std::max(double(E[s].prior), 1e-30)) + scale * q_hat[size_t(s)];
     return softmax(x);
 }
 
 std::vector<double> Tree::gumbel_scores() const {
     const Node& root = nodes_[size_t(root_)];
     const Edge* E = edges_of(root_);
+    const Link* L = links_of(root_);
     std::vector<double> priors(root.count);
     double top = NEG_INF;
     for (int s = 0; s < root.count; ++s) {
@@ -793,7 +825,7 @@ std::vector<double> Tree::gumbel_scores() const {
         std::vector<double> blocked = scores;
         bool any = false;
         for (int s = 0; s < root.count; ++s) {
-            if (E[s].blocked) blocked[size_t(s)] += NEG_INF;
+            if (L[s].blocked) blocked[size_t(s)] += NEG_INF;
             any = any || std::isfinite(blocked[size_t(s)]);
         }
         if (any) scores = blocked;
@@ -860,10 +892,10 @@ void Tree::advance(Move move) {
     int child = -1;
     bool legal = false;
     if (root.state == EXPANDED && params_.reuse_tree) {
-        const Edge* E = edges_of(root_);
+        const Link* L = links_of(root_);
         for (int s = 0; s < root.count; ++s) {
-            if (E[s].move == move.raw) {
-                child = E[s].child;
+            if (L[s].move == move.raw) {
+                child = L[s].child;
                 legal = true;
                 break;
             }
@@ -892,11 +924,11 @@ int Tree::winning_slot(int node) const {
     if (nd.proven <= 0 || nd.state != EXPANDED) return -1;
     int best = -1;
     int best_plies = std::numeric_limits<int>::max();
-    const Edge* E = edges_of(node);
+    const Link* L = links_of(node);
     for (int s = 0; s < nd.count; ++s) {
-        int ch = E[s].child;
+        int ch = L[s].child;
         if (ch >= 0 && nodes_[size_t(ch)].proven < 0 && nodes_[size_t(ch)].plies < best_plies) {
-            if (!nd.has_block || !E[s].blocked) {
+            if (!nd.has_block || !L[s].blocked) {
                 best = s;
                 best_plies = nodes_[size_t(ch)].plies;
             }
@@ -911,18 +943,19 @@ int Tree::best_child(int node) const {
     int winning = winning_slot(node);
     if (winning >= 0) return winning;
     const Edge* E = edges_of(node);
+    const Link* L = links_of(node);
     std::vector<double> visits(nd.count);
     for (int s = 0; s < nd.count; ++s) visits[size_t(s)] = double(E[s].N);
     bool any_open = false;
     if (nd.has_block)
-        for (int s = 0; s < nd.count; ++s) any_open = any_open || !E[s].blocked;
+        for (int s = 0; s < nd.count; ++s) any_open = any_open || !L[s].blocked;
     if (nd.has_block && any_open) {
         for (int s = 0; s < nd.count; ++s)
-            if (E[s].blocked) visits[size_t(s)] = -1.0;
+            if (L[s].blocked) visits[size_t(s)] = -1.0;
     } else if (nd.proven < 0) {  // every move loses: resist longest
         std::vector<double> plies(nd.count);
         for (int s = 0; s < nd.count; ++s)
-            plies[size_t(s)] = E[s].child >= 0 ? nodes_[size_t(E[s].child)].plies : -1;
+            plies[size_t(s)] = L[s].child >= 0 ? nodes_[size_t(L[s].child)].plies : -1;
         return argmax(plies);
     }
     double best = *std::max_element(visits.begin(), visits.end());
@@ -948,6 +981,7 @@ int Tree::best_child(int node) const {
 std::vector<int> Tree::ranked_slots(int node, bool restricted) const {
     const Node& nd = nodes_[size_t(node)];
     const Edge* E = edges_of(node);
+    const Link* L = links_of(node);
     struct Rank {
         int group;
         double order, tie;
@@ -956,7 +990,7 @@ std::vector<int> Tree::ranked_slots(int node, bool restricted) const {
     std::vector<Rank> ranked;
     for (int s = 0; s < nd.count; ++s) {
         if (restricted && !allowed_[size_t(s)]) continue;
-        int ch = E[s].child;
+        int ch = L[s].child;
         int proven = ch >= 0 ? nodes_[size_t(ch)].proven : 0;
         int plies = ch >= 0 ? nodes_[size_t(ch)].plies : 0;
         int group = proven < 0 ? 0 : proven > 0 ? 2 : 1;
@@ -990,9 +1024,9 @@ std::vector<uint16_t> Tree::pv(int node, int limit) const {
     while (node >= 0 && nodes_[size_t(node)].state == EXPANDED && int(line.size()) < limit) {
         int slot = best_child(node);
         if (slot < 0) break;
-        const Edge& e = edges_of(node)[slot];
-        line.push_back(e.move);
-        node = e.child;
+        const Link& link = links_of(node)[slot];
+        line.push_back(link.move);
+        node = link.child;
     }
     return line;
 }
@@ -1018,22 +1052,23 @@ ResultData Tree::result(int lines, bool with_pv) const {
     if (with_pv) r.pv = pv(root_, 64);
     if (root.state == EXPANDED) {
         const Edge* E = edges_of(root_);
+        const Link* L = links_of(root_);
         const int n = root.count;
         r.moves.resize(size_t(n));
         r.visits.resize(size_t(n));
         r.q.resize(size_t(n));
         for (int s = 0; s < n; ++s) {
-            r.moves[size_t(s)] = E[s].move;
+            r.moves[size_t(s)] = L[s].move;
             r.visits[size_t(s)] = double(E[s].N);
             r.q[size_t(s)] = E[s].N > 0 ? edge_q(E[s]) : std::numeric_limits<double>::quiet_NaN();
-            int ch = E[s].child;
+            int ch = L[s].child;
             if (ch >= 0 && nodes_[size_t(ch)].proven) r.q[size_t(s)] = -nodes_[size_t(ch)].proven;
         }
         r.policy = policy();
         std::vector<float> probs;
         for (int s = 0; s < n; ++s) {
             if (r.policy[size_t(s)] > 0) {
-                r.target_indices.push_back(E[s].index);
+                r.target_indices.push_back(L[s].index);
                 probs.push_back(float(r.policy[size_t(s)]));
             }
         }
@@ -1051,10 +1086,10 @@ ResultData Tree::result(int lines, bool with_pv) const {
             }
             for (int slot : slots) {
                 RootLineData line;
-                line.move = E[slot].move;
+                line.move = L[slot].move;
                 line.visits = double(E[slot].N);
                 line.q = r.q[size_t(slot)];
-                int ch = E[slot].child;
+                int ch = L[slot].child;
                 if (!r.pv.empty() && r.pv[0] == line.move) {
                     line.pv = r.pv;
                 } else {
@@ -1108,14 +1143,15 @@ std::pair<int, double> Tree::leader() const {
 std::vector<uint16_t> Tree::root_moves() const {
     const Node& root = nodes_[size_t(root_)];
     std::vector<uint16_t> moves;
-    for (int s = 0; root.edges >= 0 && s < root.count; ++s) moves.push_back(edges_of(root_)[s].move);
+    for (int s = 0; root.edges >= 0 && s < root.count; ++s) moves.push_back(links_of(root_)[s].move);
     return moves;
 }
 
 void Tree::release() {
     if (in_flight_) throw std::runtime_error("release() while leaves are still being evaluated");
-    std::vector<Node>().swap(nodes_);
-    std::vector<Edge>().swap(edges_);
+    for (auto* arena : {&nodes_, &spare_nodes_}) std::vector<Node>().swap(*arena);
+    for (auto* arena : {&edges_, &spare_edges_}) std::vector<Edge>().swap(*arena);
+    for (auto* arena : {&links_, &spare_links_}) std::vector<Link>().swap(*arena);
     std::vector<double>().swap(frozen_);
     new_root(-1);
 }
@@ -1125,14 +1161,15 @@ std::vector<double> Tree::choice_visits() const {
     std::vector<double> visits;
     if (root.state != EXPANDED) return visits;
     const Edge* E = edges_of(root_);
+    const Link* L = links_of(root_);
     bool any_open = false;
     for (int s = 0; s < root.count; ++s) {
         visits.push_back(double(E[s].N));
-        any_open = any_open || !(root.has_block && E[s].blocked);
+        any_open = any_open || !(root.has_block && L[s].blocked);
     }
     if (root.has_block && any_open)
         for (int s = 0; s < root.count; ++s)
-            if (E[s].blocked) visits[size_t(s)] = 0.0;
+            if (L[s].blocked) visits[size_t(s)] = 0.0;
     return visits;
 }
 

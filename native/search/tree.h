@@ -34,13 +34,20 @@ class EvalCache;
 
 enum NodeState : uint8_t { NEW = 0, PENDING = 1, EXPANDED = 2, TERMINAL = 3 };
 
+// A node's moves in two parallel arrays: what selection reads of every move (16 bytes a move,
+// so scanning a node's thirty-odd moves touches half the cache lines it would with one array),
+// and the rest, read for the move walked and for the results.
 struct Edge {
-    double prior = 0.0;  // the network's prior at the policy temperature (Python: node.raw)
-    double W = 0.0;      // value sum, the parent's side-to-move view, virtual losses included
-    uint32_t N = 0;      // visits, virtual ones included
-    int32_t child = -1;  // node id, -1 while the move was never tried
-    uint16_t move = 0;   // Move::raw
-    uint16_t index = 0;  // AlphaZero policy index of the move
+    double W = 0.0;       // value sum, the parent's side-to-move view, virtual losses included
+    float prior = 0.0f;   // the network's prior at the policy temperature, in the network's
+                          // precision (Python: node.raw, rounded to float32 the same way)
+    uint32_t N = 0;       // visits, virtual ones included
+};
+
+struct Link {
+    int32_t child = -1;    // node id, -1 while the move was never tried
+    uint16_t move = 0;     // Move::raw
+    uint16_t index = 0;    // AlphaZero policy index of the move
     bool blocked = false;  // -inf in Python's block array: proven lost, or not allowed here
 };
 
@@ -52,7 +59,7 @@ struct Node {
     double draw = std::numeric_limits<double>::quiet_NaN();  // WDL heads: draw probability
     int32_t n = 0;           // simulations through this node, its own evaluation included
     int32_t parent = -1;
-    int32_t edges = -1;  // first edge in the arena
+    int32_t edges = -1;  // first edge (and link) in the arenas
     int32_t plies = 0;   // plies to the end when proven
     int32_t frozen = -1;  // search-contempt: offset of the cumulative frozen distribution
     int32_t frozen_gen = -1;
@@ -142,6 +149,7 @@ public:
     int root() const { return root_; }
     const Node& node(int id) const { return nodes_.at(size_t(id)); }
     const Edge& edge(int node, int slot) const;
+    const Link& link(int node, int slot) const;
     int node_count() const { return int(nodes_.size()); }
     // The selection priors of the root (noisy once prepared), else the edge priors.
     double selection_prior(int node, int slot) const;
@@ -165,6 +173,7 @@ private:
     bool allowed_all_blocked() const;
     void write_root_input(LeafBatch& batch, int tree_index, EvalCache* cache);
     int compact(int keep);
+    int add_edges(const Move* moves, int count, Color turn);  // a new node's moves: the first
 
     // results
     std::vector<double> policy() const;
@@ -194,6 +203,8 @@ private:
     double edge_q(const Edge& e) const { return e.W / double(e.N); }
     Edge* edges_of(int node) { return &edges_[size_t(nodes_[node].edges)]; }
     const Edge* edges_of(int node) const { return &edges_[size_t(nodes_[node].edges)]; }
+    Link* links_of(int node) { return &links_[size_t(nodes_[node].edges)]; }
+    const Link* links_of(int node) const { return &links_[size_t(nodes_[node].edges)]; }
     double prior_at(int node, int slot) const;
 
     SearchParams params_;
@@ -201,7 +212,12 @@ private:
     Draws draws_;
     std::vector<Node> nodes_;
     std::vector<Edge> edges_;
-    std::vector<double> frozen_;      // search-contempt cumulative distributions
+    std::vector<Link> links_;
+    std::vector<Node> spare_nodes_;  // the arenas compaction copies into next (then swaps)
+    std::vector<Edge> spare_edges_;
+    std::vector<Link> spare_links_;
+    std::vector<double> frozen_;      // search-contempt cumulative distributions (this search)
+    size_t compacted_ = 0;            // nodes right after the arenas were last compacted
     std::vector<uint64_t> pre_root_;  // the frames before the root's, newest first
     std::vector<uint64_t> pre_root_keys_;  // ... their positions' keys and repetition counts
     std::vector<int> pre_root_reps_;

@@ -6,6 +6,7 @@
 // move for move; these hold it to its own invariants while AddressSanitizer and UBSan watch.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "registry.h"
 #include "search/batch.h"
@@ -50,9 +51,13 @@ float random_logit(test::Context& ctx) {
     }
 }
 
-// The statistics every expanded node keeps consistent once nothing is in flight.
+// The statistics every expanded node below the root keeps consistent once nothing is in flight.
 void check_tree(test::Context& ctx, const Tree& tree) {
-    for (int id = 0; id < tree.node_count(); ++id) {
+    std::vector<int> stack = {tree.root()};
+    CHECK(tree.node(tree.root()).parent == -1);
+    while (!stack.empty()) {
+        const int id = stack.back();
+        stack.pop_back();
         const Node& node = tree.node(id);
         if (node.state != EXPANDED) continue;
         long visits = 0;
@@ -60,7 +65,10 @@ void check_tree(test::Context& ctx, const Tree& tree) {
             const Edge& e = tree.edge(id, s);
             visits += e.N;
             CHECK(std::isfinite(e.W) && std::isfinite(e.prior) && e.prior >= 0.0);
-            if (e.child >= 0) CHECK(tree.node(e.child).parent == id && tree.node(e.child).slot == s);
+            const int child = tree.link(id, s).child;
+            if (child < 0) continue;
+            CHECK(tree.node(child).parent == id && tree.node(child).slot == s);
+            stack.push_back(child);
         }
         // its own evaluation and one per walk through it; a proven node also counts the walks
         // that stopped at it (their value is its proof)

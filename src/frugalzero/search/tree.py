@@ -221,6 +221,8 @@ class SearchTree:
         priors = temper_priors(
             np.asarray(evaluation.priors, dtype=np.float64), self.config.policy_temperature
         )
+        # kept in the network's precision, float32, as the native core keeps them
+        priors = priors.astype(np.float32).astype(np.float64)
         n = len(priors)
         node.raw = priors
         _set_priors(node, priors)
