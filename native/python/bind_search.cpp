@@ -207,7 +207,8 @@ void bind_search(nb::module_& m) {
             d["slot"] = int(n.slot);
             d["key"] = n.key;
             d["reps"] = int(n.reps);
-            d["frozen_gen"] = n.frozen_gen;
+            // the generation it was frozen in (this search's or none): the reference's field
+            d["frozen_gen"] = n.frozen_gen == uint16_t(t.generation()) ? t.generation() : -1;
             d["has_block"] = n.has_block;
             return d;
         }, "id"_a, "a node's fields, for inspection")
@@ -225,8 +226,8 @@ void bind_search(nb::module_& m) {
                 P.push_back(e.prior);
                 S.push_back(t.selection_prior(id, s));
                 const fz::Link& l = t.link(id, s);
-                child.push_back(l.child);
-                move.push_back(l.move);
+                child.push_back(e.child);
+                move.push_back(e.move);
                 index.push_back(l.index);
                 blocked.push_back(l.blocked);
             }
@@ -259,7 +260,11 @@ void bind_search(nb::module_& m) {
 
     m.def("gather_trees", [](const Trees& trees, fz::LeafBatch& batch, fz::EvalCache* cache, int limit) {
         int total = 0;
-        for (size_t i = 0; i < trees.size(); ++i) total += trees[i]->gather(limit, batch, int(i), cache);
+        if (!trees.empty()) trees[0]->prefetch_root();
+        for (size_t i = 0; i < trees.size(); ++i) {
+            if (i + 1 < trees.size()) trees[i + 1]->prefetch_root();
+            total += trees[i]->gather(limit, batch, int(i), cache);
+        }
         return total;
     }, "trees"_a, "batch"_a, "cache"_a.none() = nb::none(), "limit"_a = 0,
        "every tree's leaves into ``batch`` (tree i's rows name i), in list order");
@@ -283,6 +288,10 @@ void bind_search(nb::module_& m) {
         const float* D = wdl ? wdl->data() : nullptr;
         for (int i = 0; i < batch.leaves(); ++i) {
             const fz::Leaf& leaf = batch.leaf(i);
+            if (i + 1 < batch.leaves()) {
+                const fz::Leaf& next = batch.leaf(i + 1);
+                trees[size_t(next.tree)]->prefetch_leaf(next.node);
+            }
             const double nan = std::numeric_limits<double>::quiet_NaN();
             if (leaf.row >= 0) {
                 const float* row = L + size_t(leaf.row) * width;

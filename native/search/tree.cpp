@@ -105,9 +105,10 @@ int Tree::add_edges(const Move* moves, int count, Color turn) {
     const int first = int(edges_.size());
     edges_.resize(edges_.size() + size_t(count));
     links_.resize(links_.size() + size_t(count));
+    Edge* edges = &edges_[size_t(first)];
     Link* links = &links_[size_t(first)];
     for (int i = 0; i < count; ++i) {
-        links[i].move = moves[i].raw;
+        edges[i].move = moves[i].raw;
         links[i].index = uint16_t(policy_index(moves[i], turn));
     }
     return first;
@@ -138,6 +139,10 @@ void Tree::start(double simulations, const std::vector<uint16_t>& only,
     started_ = 0;
     max_depth_ = 0;
     generation_ += 1;
+    if (uint16_t(generation_) == 0xFFFF) {  // nodes keep the generation mod 2^16: on a wrap,
+        for (Node& node : nodes_) node.frozen_gen = 0xFFFF;  // forget every old one, and skip
+        generation_ += 1;                                       // the "never" mark
+    }
     frozen_.clear();  // every frozen distribution belonged to an earlier search
     prepared_ = false;
     gumbel_.reset();
@@ -150,6 +155,27 @@ bool Tree::finished() const {
     if (root.state == TERMINAL || (root.proven && root.state == EXPANDED)) return true;
     if (root.state == EXPANDED && allowed_all_blocked()) return true;
     return root.state == EXPANDED && double(started_) >= target_;
+}
+
+void Tree::prefetch_root() const {
+    const Node& root = nodes_[size_t(root_)];
+    __builtin_prefetch(&root);
+    if (root.edges < 0) return;
+    const char* first = reinterpret_cast<const char*>(&edges_[size_t(root.edges)]);
+    const char* last = first + sizeof(Edge) * root.count;
+    for (const char* p = first; p < last; p += 64) __builtin_prefetch(p);
+}
+
+void Tree::prefetch_leaf(int node) const {
+    if (node < 0 || size_t(node) >= nodes_.size()) return;
+    const Node& leaf = nodes_[size_t(node)];
+    __builtin_prefetch(&leaf);
+    if (leaf.edges >= 0) __builtin_prefetch(&edges_[size_t(leaf.edges)]);
+    if (leaf.parent >= 0) {
+        const Node& parent = nodes_[size_t(leaf.parent)];
+        __builtin_prefetch(&parent);
+        __builtin_prefetch(&edges_[size_t(parent.edges + leaf.slot)]);
+    }
 }
 
 int Tree::gather(int limit, LeafBatch& batch, int tree_index, EvalCache* cache) {
@@ -240,19 +266,19 @@ int Tree::descend(bool& collision) {
         }
         // virtual visit: counts at once, the value when the evaluation comes back
         Edge& e = edges_of(node)[slot];
+        if (e.child >= 0) __builtin_prefetch(&nodes_[size_t(e.child)]);  // while the move is made
         if (e.N == 0) nd->visited_p += selection_prior(node, slot);
         e.N += 1;
         e.W = e.W - vl;
         nd->n += 1;
         path_.push_back(node);
         depth += 1;
-        const Link& link = links_of(node)[slot];
         positions_.push_back(positions_.back());
-        positions_.back().play(Move(link.move));
-        int child = link.child;
+        positions_.back().play(Move(e.move));
+        int child = e.child;
         if (child < 0) {
             child = make_child(node, slot, depth);
-            links_of(node)[slot].child = child;
+            edges_of(node)[slot].child = child;
             if (depth > max_depth_) max_depth_ = depth;
             started_ += 1;
             if (nodes_[size_t(child)].state == TERMINAL) backup(child, nodes_[size_t(child)].value);
@@ -361,10 +387,11 @@ void Tree::update_proof(int parent, int slot, int child, bool& proof) {
     }
     if (c.proven < 0) {  // the move mates / wins: the parent is won
         p.proven = 1;
-        p.plies = c.plies + 1;
+        p.plies = int16_t(c.plies + 1);
         proof = true;
         return;
     }
+    Edge* E = edges_of(parent);
     Link* L = links_of(parent);
     if (!p.has_block) {
         for (int s = 0; s < p.count; ++s) L[s].blocked = false;
@@ -373,15 +400,15 @@ void Tree::update_proof(int parent, int slot, int child, bool& proof) {
     L[slot].blocked = true;
     int longest = 0;
     for (int s = 0; s < p.count; ++s) {
-        int ch = L[s].child;
+        int ch = E[s].child;
         if (ch < 0 || nodes_[size_t(ch)].proven <= 0) {
             proof = false;
             return;
         }
-        longest = std::max(longest, nodes_[size_t(ch)].plies);
+        longest = std::max(longest, int(nodes_[size_t(ch)].plies));
     }
     p.proven = -1;
-    p.plies = longest + 1;
+    p.plies = int16_t(longest + 1);
     proof = true;
 }
 
@@ -449,16 +476,15 @@ void Tree::expand(int node, std::vector<double>& priors, double value, double dr
     if (!std::isfinite(value)) value = 0.0;
     Node& nd = nodes_[size_t(node)];
     Edge* E = edges_of(node);
-    Link* L = links_of(node);
     for (int s = 0; s < nd.count; ++s) {
         E[s].prior = float(priors[size_t(s)]);  // the network's precision, as the reference rounds
         E[s].N = 0;
         E[s].W = 0.0;
-        L[s].child = -1;
+        E[s].child = -1;
     }
     nd.visited_p = 0.0;
     nd.value = value;
-    nd.draw = draw;
+    nd.draw = float(draw);
     nd.state = EXPANDED;
     if (node == root_) {
         nd.n = 1;
@@ -516,7 +542,7 @@ int Tree::puct_slot(int node, double cs, double fpu) const {
 
 bool Tree::frozen_ready(int node) {
     Node& nd = nodes_[size_t(node)];
-    if (nd.frozen_gen == generation_) return true;
+    if (nd.frozen_gen == uint16_t(generation_) && nd.frozen >= 0) return true;
     const Edge* E = edges_of(node);
     double total = 0.0;
     for (int s = 0; s < nd.count; ++s) total += double(E[s].N);  // whole numbers: exact
@@ -527,7 +553,7 @@ bool Tree::frozen_ready(int node) {
         running += double(E[s].N);
         frozen_.push_back(running);
     }
-    nd.frozen_gen = generation_;
+    nd.frozen_gen = uint16_t(generation_);
     return true;
 }
 
@@ -541,7 +567,7 @@ int Tree::sample_frozen(int node) {
 
 std::vector<double> Tree::frozen_distribution(int node) const {
     const Node& nd = nodes_.at(size_t(node));
-    if (nd.frozen_gen != generation_ || nd.frozen < 0) return {};
+    if (nd.frozen_gen != uint16_t(generation_) || nd.frozen < 0) return {};
     return std::vector<double>(frozen_.begin() + nd.frozen, frozen_.begin() + nd.frozen + nd.count);
 }
 
@@ -619,7 +645,7 @@ int Tree::compact(int keep) {
         if (nd.edges < 0) continue;
         kept_edges += nd.count;
         for (int s = 0; s < nd.count; ++s)
-            if (links_[size_t(nd.edges + s)].child >= 0) stack.push_back(links_[size_t(nd.edges + s)].child);
+            if (edges_[size_t(nd.edges + s)].child >= 0) stack.push_back(edges_[size_t(nd.edges + s)].child);
     }
     // into the spare arenas (the live ones of the last compaction: memory already touched,
     // no page faults, no allocation once they are large enough)
@@ -640,16 +666,16 @@ int Tree::compact(int keep) {
         const int id = int(nodes.size());
         nd.parent = parent;
         nd.frozen = -1;
-        nd.frozen_gen = -1;
+        nd.frozen_gen = 0xFFFF;
         if (parent < 0) nd.slot = -1;
-        else links[size_t(nodes[size_t(parent)].edges + nd.slot)].child = id;
+        else edges[size_t(nodes[size_t(parent)].edges + nd.slot)].child = id;
         if (nd.edges >= 0) {
             const int first = int(edges.size());
             for (int s = 0; s < nd.count; ++s) {
-                const Link& link = links_[size_t(nd.edges + s)];
-                if (link.child >= 0) queue.emplace_back(link.child, id);
-                edges.push_back(edges_[size_t(nd.edges + s)]);
-                links.push_back(link);
+                const Edge& edge = edges_[size_t(nd.edges + s)];
+                if (edge.child >= 0) queue.emplace_back(edge.child, id);
+                edges.push_back(edge);
+                links.push_back(links_[size_t(nd.edges + s)]);
             }
             nd.edges = first;
         }
@@ -714,11 +740,12 @@ void Tree::prepare_root() {
 
 void Tree::restrict_root() {
     Node& root = nodes_[size_t(root_)];
+    Edge* E = edges_of(root_);
     Link* L = links_of(root_);
     if (!allowed_.empty()) {  // lift the previous search's restriction: the proofs' blocks
         root.has_block = false;
         for (int s = 0; s < root.count; ++s) {
-            int ch = L[s].child;
+            int ch = E[s].child;
             L[s].blocked = ch >= 0 && nodes_[size_t(ch)].proven > 0;
             root.has_block = root.has_block || L[s].blocked;
         }
@@ -728,7 +755,7 @@ void Tree::restrict_root() {
     std::vector<bool> allowed(static_cast<size_t>(root.count));
     int count = 0;
     for (int s = 0; s < root.count; ++s) {
-        allowed[size_t(s)] = std::find(only_.begin(), only_.end(), L[s].move) != only_.end();
+        allowed[size_t(s)] = std::find(only_.begin(), only_.end(), E[s].move) != only_.end();
         count += allowed[size_t(s)];
     }
     if (count == 0 || count == root.count) return;
@@ -892,10 +919,10 @@ void Tree::advance(Move move) {
     int child = -1;
     bool legal = false;
     if (root.state == EXPANDED && params_.reuse_tree) {
-        const Link* L = links_of(root_);
+        const Edge* E = edges_of(root_);
         for (int s = 0; s < root.count; ++s) {
-            if (L[s].move == move.raw) {
-                child = L[s].child;
+            if (E[s].move == move.raw) {
+                child = E[s].child;
                 legal = true;
                 break;
             }
@@ -924,9 +951,10 @@ int Tree::winning_slot(int node) const {
     if (nd.proven <= 0 || nd.state != EXPANDED) return -1;
     int best = -1;
     int best_plies = std::numeric_limits<int>::max();
+    const Edge* E = edges_of(node);
     const Link* L = links_of(node);
     for (int s = 0; s < nd.count; ++s) {
-        int ch = L[s].child;
+        int ch = E[s].child;
         if (ch >= 0 && nodes_[size_t(ch)].proven < 0 && nodes_[size_t(ch)].plies < best_plies) {
             if (!nd.has_block || !L[s].blocked) {
                 best = s;
@@ -955,7 +983,7 @@ int Tree::best_child(int node) const {
     } else if (nd.proven < 0) {  // every move loses: resist longest
         std::vector<double> plies(nd.count);
         for (int s = 0; s < nd.count; ++s)
-            plies[size_t(s)] = L[s].child >= 0 ? nodes_[size_t(L[s].child)].plies : -1;
+            plies[size_t(s)] = E[s].child >= 0 ? nodes_[size_t(E[s].child)].plies : -1;
         return argmax(plies);
     }
     double best = *std::max_element(visits.begin(), visits.end());
@@ -981,7 +1009,6 @@ int Tree::best_child(int node) const {
 std::vector<int> Tree::ranked_slots(int node, bool restricted) const {
     const Node& nd = nodes_[size_t(node)];
     const Edge* E = edges_of(node);
-    const Link* L = links_of(node);
     struct Rank {
         int group;
         double order, tie;
@@ -990,7 +1017,7 @@ std::vector<int> Tree::ranked_slots(int node, bool restricted) const {
     std::vector<Rank> ranked;
     for (int s = 0; s < nd.count; ++s) {
         if (restricted && !allowed_[size_t(s)]) continue;
-        int ch = L[s].child;
+        int ch = E[s].child;
         int proven = ch >= 0 ? nodes_[size_t(ch)].proven : 0;
         int plies = ch >= 0 ? nodes_[size_t(ch)].plies : 0;
         int group = proven < 0 ? 0 : proven > 0 ? 2 : 1;
@@ -1024,9 +1051,9 @@ std::vector<uint16_t> Tree::pv(int node, int limit) const {
     while (node >= 0 && nodes_[size_t(node)].state == EXPANDED && int(line.size()) < limit) {
         int slot = best_child(node);
         if (slot < 0) break;
-        const Link& link = links_of(node)[slot];
-        line.push_back(link.move);
-        node = link.child;
+        const Edge& edge = edges_of(node)[slot];
+        line.push_back(edge.move);
+        node = edge.child;
     }
     return line;
 }
@@ -1058,10 +1085,10 @@ ResultData Tree::result(int lines, bool with_pv) const {
         r.visits.resize(size_t(n));
         r.q.resize(size_t(n));
         for (int s = 0; s < n; ++s) {
-            r.moves[size_t(s)] = L[s].move;
+            r.moves[size_t(s)] = E[s].move;
             r.visits[size_t(s)] = double(E[s].N);
             r.q[size_t(s)] = E[s].N > 0 ? edge_q(E[s]) : std::numeric_limits<double>::quiet_NaN();
-            int ch = L[s].child;
+            int ch = E[s].child;
             if (ch >= 0 && nodes_[size_t(ch)].proven) r.q[size_t(s)] = -nodes_[size_t(ch)].proven;
         }
         r.policy = policy();
@@ -1086,10 +1113,10 @@ ResultData Tree::result(int lines, bool with_pv) const {
             }
             for (int slot : slots) {
                 RootLineData line;
-                line.move = L[slot].move;
+                line.move = E[slot].move;
                 line.visits = double(E[slot].N);
                 line.q = r.q[size_t(slot)];
-                int ch = L[slot].child;
+                int ch = E[slot].child;
                 if (!r.pv.empty() && r.pv[0] == line.move) {
                     line.pv = r.pv;
                 } else {
@@ -1143,7 +1170,7 @@ std::pair<int, double> Tree::leader() const {
 std::vector<uint16_t> Tree::root_moves() const {
     const Node& root = nodes_[size_t(root_)];
     std::vector<uint16_t> moves;
-    for (int s = 0; root.edges >= 0 && s < root.count; ++s) moves.push_back(links_of(root_)[s].move);
+    for (int s = 0; root.edges >= 0 && s < root.count; ++s) moves.push_back(edges_of(root_)[s].move);
     return moves;
 }
 

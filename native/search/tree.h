@@ -34,35 +34,38 @@ class EvalCache;
 
 enum NodeState : uint8_t { NEW = 0, PENDING = 1, EXPANDED = 2, TERMINAL = 3 };
 
-// A node's moves in two parallel arrays: what selection reads of every move (16 bytes a move,
-// so scanning a node's thirty-odd moves touches half the cache lines it would with one array),
-// and the rest, read for the move walked and for the results.
+// A node's moves in two parallel arrays: what a walk reads of every move and of the move it
+// takes (24 bytes a move: scanning a node's thirty-odd moves streams through a few cache lines,
+// and the move taken and its child come with them), and the rest, read only when a child is
+// made, for the solver's and a restricted root's blocks, and for the results.
 struct Edge {
     double W = 0.0;       // value sum, the parent's side-to-move view, virtual losses included
     float prior = 0.0f;   // the network's prior at the policy temperature, in the network's
                           // precision (Python: node.raw, rounded to float32 the same way)
     uint32_t N = 0;       // visits, virtual ones included
+    int32_t child = -1;   // node id, -1 while the move was never tried
+    uint16_t move = 0;    // Move::raw
 };
 
 struct Link {
-    int32_t child = -1;    // node id, -1 while the move was never tried
-    uint16_t move = 0;     // Move::raw
     uint16_t index = 0;    // AlphaZero policy index of the move
     bool blocked = false;  // -inf in Python's block array: proven lost, or not allowed here
 };
 
-struct Node {
+// One cache line: a walk reads one line of every node it passes.
+struct alignas(64) Node {
     uint64_t key = 0;
     double w = 0.0;          // simulations' value sum, this node's side-to-move view
     double value = 0.0;      // the network's (or the terminal) value
     double visited_p = 0.0;  // selection prior mass of the visited children (FPU reduction)
-    double draw = std::numeric_limits<double>::quiet_NaN();  // WDL heads: draw probability
+    float draw = std::numeric_limits<float>::quiet_NaN();  // WDL heads: the draw probability
+                                                           // (the network's float)
     int32_t n = 0;           // simulations through this node, its own evaluation included
     int32_t parent = -1;
-    int32_t edges = -1;  // first edge (and link) in the arenas
-    int32_t plies = 0;   // plies to the end when proven
-    int32_t frozen = -1;  // search-contempt: offset of the cumulative frozen distribution
-    int32_t frozen_gen = -1;
+    int32_t edges = -1;      // first edge (and link) in the arenas
+    int32_t frozen = -1;     // search-contempt: offset of the cumulative frozen distribution
+    uint16_t frozen_gen = 0xFFFF;  // ... frozen in the search of this generation (mod 2^16)
+    int16_t plies = 0;       // plies to the end when proven
     uint16_t count = 0;  // legal moves (edges)
     int16_t slot = -1;   // index in the parent's edges
     uint8_t state = NEW;
@@ -70,6 +73,7 @@ struct Node {
     int8_t proven = 0;  // +1 won / -1 lost for the side to move here
     bool has_block = false;  // Python: block is not None
 };
+static_assert(sizeof(Node) == 64);
 
 // What a search's outcome needs from the root (SearchTree.result()), in arrays.
 struct RootLineData {
@@ -110,6 +114,11 @@ public:
     // Walk to at most ``limit`` (0: leaves_per_gather) leaves needing the network, writing
     // them to ``batch`` as rows of tree ``tree_index``; returns how many.
     int gather(int limit, LeafBatch& batch, int tree_index, EvalCache* cache);
+    // Start fetching what the next walk reads first (the root and its moves) into the cache,
+    // while another tree is being walked: hundreds of trees do not fit in the CPU's caches.
+    void prefetch_root() const;
+    // The same for the way up from a gathered leaf (its node and its parent's moves).
+    void prefetch_leaf(int node) const;
     // Expand a gathered leaf with priors over its moves (already probabilities at T = 1,
     // tempered here), or with logits (softmax at the policy temperature here).
     void apply_priors(int node, const double* priors, int count, double value, double draw);

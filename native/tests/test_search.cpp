@@ -65,7 +65,7 @@ void check_tree(test::Context& ctx, const Tree& tree) {
             const Edge& e = tree.edge(id, s);
             visits += e.N;
             CHECK(std::isfinite(e.W) && std::isfinite(e.prior) && e.prior >= 0.0);
-            const int child = tree.link(id, s).child;
+            const int child = e.child;
             if (child < 0) continue;
             CHECK(tree.node(child).parent == id && tree.node(child).slot == s);
             stack.push_back(child);
