@@ -86,6 +86,7 @@ def test_native_tests_and_fuzz_passes_run_clean_under_sanitizers(driver: Path, t
     assert "sanitizers: address on, undefined on" in done.stdout
     assert "corpus_positions" in done.stdout and "fuzz_garbage_fens" in done.stdout
     assert "fuzz_search_trees" in done.stdout  # the tree, fed random batches of evaluations
+    assert "fuzz_planes" in done.stdout  # the input planes, from random frames and meta
     assert " 0 failed" in done.stdout.splitlines()[-1]
 
 

@@ -17,6 +17,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "chess/planes.h"
 #include "chess/position.h"
 #include "python/arrays.h"
 
@@ -192,6 +193,27 @@ void bind_chess(nb::module_& m) {
             return fz::policy_index(Move(uint16_t(raw)), turn ? fz::WHITE : fz::BLACK);
         },
         "move"_a, "turn"_a, "chess.moves.move_to_index of a raw move (-1: none)");
+
+    m.def(
+        "encode_planes",
+        [](nb::ndarray<const uint64_t, nb::ndim<3>, nb::c_contig, nb::device::cpu> frames,
+           nb::ndarray<const int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> meta) {
+            const size_t n = frames.shape(0);
+            if (frames.shape(1) != size_t(fz::HISTORY) || frames.shape(2) != size_t(fz::FRAME_WORDS) ||
+                meta.shape(0) != n || meta.shape(1) != size_t(fz::META_FIELDS))
+                throw nb::value_error("frames must be (N, 8, 13) and meta (N, 7)");
+            const size_t size = n * 64 * size_t(fz::NUM_PLANES);
+            float* planes = new float[size ? size : 1];
+            nb::capsule owner(planes, [](void* p) noexcept { delete[] static_cast<float*>(p); });
+            {
+                nb::gil_scoped_release unlocked;
+                fz::encode_planes(frames.data(), meta.data(), n, planes);
+            }
+            return Array<float>(planes, {n, 64, size_t(fz::NUM_PLANES)}, owner);
+        },
+        "frames"_a, "meta"_a,
+        "chess.encoding.encode's planes, channels last: (N, 64, 119) float32 from frames "
+        "(N, 8, 13) uint64 and meta (N, 7) int64");
 
     nb::class_<History>(m, "History",
                         "The positions of one game with repetition counts "

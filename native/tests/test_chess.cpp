@@ -2,11 +2,13 @@
 // python-chess move for move; these run the same code under AddressSanitizer and UBSan, on
 // the corpus python-chess wrote (--corpus: "FEN<TAB>legal moves in python-chess's order"),
 // random playouts from it, random piece placements and garbage FENs, and check the core's own
-// invariants on the way (incremental key = key from scratch, FEN round trips, counts, History).
+// invariants on the way (incremental key = key from scratch, FEN round trips, counts, History)
+// and the input planes built from random frames.
 #include <algorithm>
 #include <set>
 
 #include "chess/bitboard.h"
+#include "chess/planes.h"
 #include "registry.h"
 
 using namespace fz;
@@ -260,4 +262,53 @@ FZ_TEST(policy_indices) {
     // moves.py's decode table has 2254 indices that denote a move (the rest run off the board)
     CHECK(std::count(hits.begin(), hits.end(), 1) == 2254);
     CHECK(std::count(hits.begin(), hits.end(), 0) == NUM_MOVES - 2254);
+}
+
+FZ_TEST(fuzz_planes) {
+    // planes of random words and meta (memory safety under the sanitizers), each set bit of a
+    // frame a 1 on its own plane and square (mirrored for Black), the aux planes from meta
+    const int batches = 20 * ctx.scale;
+    for (int b = 0; b < batches; ++b) {
+        const size_t n = size_t(1 + ctx.below(9));
+        std::vector<uint64_t> frames(n * HISTORY * FRAME_WORDS);
+        std::vector<int64_t> meta(n * META_FIELDS);
+        for (uint64_t& w : frames) w = ctx.next() & ctx.next();  // sparse boards
+        for (size_t i = 0; i < n; ++i)
+            for (int t = 0; t < HISTORY; ++t)
+                frames[(i * HISTORY + t) * FRAME_WORDS + 12] = uint64_t(ctx.below(4));
+        for (size_t i = 0; i < n; ++i) {
+            meta[i * META_FIELDS] = ctx.below(2);
+            for (int k = 1; k < 5; ++k) meta[i * META_FIELDS + k] = ctx.below(2);
+            meta[i * META_FIELDS + 5] = ctx.below(200);
+            meta[i * META_FIELDS + 6] = 1 + ctx.below(500);
+        }
+        std::vector<float> planes(n * 64 * NUM_PLANES, -1.0f);
+        encode_planes(frames.data(), meta.data(), n, planes.data());
+        for (size_t i = 0; i < n; ++i) {
+            const int64_t* m = &meta[i * META_FIELDS];
+            const bool black = m[0] == 0;
+            const float* o = &planes[i * 64 * NUM_PLANES];
+            for (int t = 0; t < HISTORY; ++t) {
+                const uint64_t* words = &frames[(i * HISTORY + t) * FRAME_WORDS];
+                for (int p = 0; p < 12; ++p) {
+                    const int colour = (p < 6) == black ? 1 : 0;  // frames: White's words first
+                    const uint64_t word = words[colour * 6 + p % 6];
+                    for (int square = 0; square < 64; ++square) {
+                        const int seen = black ? square ^ 56 : square;
+                        const float want = (word >> seen) & 1 ? 1.0f : 0.0f;
+                        CHECK(o[square * NUM_PLANES + t * PLANES_PER_STEP + p] == want);
+                    }
+                }
+                const int64_t reps = int64_t(words[12]);
+                CHECK(o[5 * NUM_PLANES + t * PLANES_PER_STEP + 12] == (reps >= 1 ? 1.0f : 0.0f));
+                CHECK(o[63 * NUM_PLANES + t * PLANES_PER_STEP + 13] == (reps >= 2 ? 1.0f : 0.0f));
+            }
+            const float* aux = o + 17 * NUM_PLANES + HISTORY * PLANES_PER_STEP;
+            CHECK(aux[0] == (black ? 1.0f : 0.0f));
+            CHECK(aux[1] == float(double(m[6]) / 100.0));
+            CHECK(aux[2] == float(black ? m[3] : m[1]));
+            CHECK(aux[5] == float(black ? m[2] : m[4]));
+            CHECK(aux[6] == float(double(m[5]) / 100.0));
+        }
+    }
 }

@@ -1,4 +1,4 @@
-"""AlphaZero's 119 input planes, built from bitboards with NumPy.
+"""AlphaZero's 119 input planes, built from bitboards.
 
 A position is described for the network by *frames* and *meta*:
 
@@ -30,6 +30,8 @@ import struct
 
 import chess
 import numpy as np
+
+from frugalzero import _native
 
 HISTORY = 8
 PLANES_PER_STEP = 14
@@ -113,41 +115,18 @@ def frames_array(frames: bytes | list[bytes], count: int) -> np.ndarray:
 def encode(frames: np.ndarray, meta: np.ndarray) -> np.ndarray:
     """Planes for a batch: frames (N, 8, 13) uint64 newest first, meta (N, 7) -> (N, 119, 8, 8).
 
-    Vectorised over the batch: Black-to-move rows get their bitboards byte-swapped (a vertical
-    mirror) and their colour groups exchanged, then every bitboard is unpacked at once. The
-    result is float32 laid out channels-last in memory (NHWC; a transposed view of an
-    (N, 8, 8, 119) array), which is what the convolutions want: ``torch.from_numpy`` of it is a
-    channels-last tensor without a copy.
+    Built by the native core (``frugalzero._native.encode_planes``): Black-to-move rows get
+    their bitboards byte-swapped (a vertical mirror) and their colour groups exchanged, and
+    every set bit becomes a 1. The result is float32 laid out channels-last in memory (NHWC; a
+    transposed view of an (N, 8, 8, 119) array), which is what the convolutions want:
+    ``torch.from_numpy`` of it is a channels-last tensor without a copy. In C++ because the
+    inference process builds 30 KB of planes a position: NumPy's passes over them cost 8.7 us a
+    position (128 positions, 2-core machine), a tenth of the small net's own time.
     """
-    frames = np.asarray(frames, dtype=np.uint64)
-    meta = np.asarray(meta, dtype=np.int64)
+    frames = np.ascontiguousarray(frames, dtype=np.uint64)
+    meta = np.ascontiguousarray(meta, dtype=np.int64)
     n = frames.shape[0]
     if frames.shape[1:] != (HISTORY, FRAME_WORDS) or meta.shape != (n, META_FIELDS):
         raise ValueError(f"bad shapes: frames {frames.shape}, meta {meta.shape}")
-    black = meta[:, 0] == 0
-    pieces = frames[:, :, :12].copy()
-    if black.any():
-        flipped = pieces[black].byteswap()
-        pieces[black] = np.concatenate([flipped[:, :, 6:], flipped[:, :, :6]], axis=2)
-    # (N, T, 12) words -> (N, T, 12, 64) bits -> squares first: (N, 64, T, 12)
-    bits = np.unpackbits(pieces.view(np.uint8), bitorder="little").reshape(n, HISTORY, 12, 64)
-
-    out = np.empty((n, 64, NUM_PLANES), dtype=np.float32)
-    steps = out[:, :, : HISTORY * PLANES_PER_STEP].reshape(n, 64, HISTORY, PLANES_PER_STEP)
-    steps[:, :, :, :12] = bits.transpose(0, 3, 1, 2)
-    reps = frames[:, :, 12].astype(np.int64)
-    steps[:, :, :, 12] = (reps >= 1)[:, None, :]
-    steps[:, :, :, 13] = (reps >= 2)[:, None, :]
-
-    castling = np.where(black[:, None], meta[:, CASTLING_BLACK], meta[:, CASTLING_WHITE])
-    aux = np.concatenate(
-        [
-            black[:, None],
-            meta[:, 6:7] / ENCODING_SPEC["move_count_scale"],
-            castling,
-            meta[:, 5:6] / ENCODING_SPEC["no_progress_scale"],
-        ],
-        axis=1,
-    ).astype(np.float32)
-    out[:, :, HISTORY * PLANES_PER_STEP :] = aux[:, None, :]
-    return out.reshape(n, 8, 8, NUM_PLANES).transpose(0, 3, 1, 2)
+    planes = _native.encode_planes(frames, meta)
+    return planes.reshape(n, 8, 8, NUM_PLANES).transpose(0, 3, 1, 2)
