@@ -19,6 +19,7 @@ import chess
 import numpy as np
 import pytest
 
+from frugalzero import _native
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.positions import random_boards
 from frugalzero.search import (
@@ -31,6 +32,7 @@ from frugalzero.search import (
 )
 from frugalzero.search.config import PLAY_SETTINGS
 from frugalzero.search.native import EXPANDED, NativeTree
+from frugalzero.search.tree import IDLE_WALKS
 
 CORES = ("python", "native")
 
@@ -189,6 +191,34 @@ def test_unbounded_searches_stop_alike() -> None:
         results[core] = search(tree, UniformEvaluator(), 0, stop=lambda t=tree: t.started >= 300)
         assert tree.in_flight == 0
     assert_same_result(results["python"], results["native"])
+
+
+def _forced_repetition() -> GameHistory:
+    """White's only move draws by repetition (from a clocked game that once hung the engine):
+    every walk of a search ends in a terminal node, none needs the network."""
+    history = GameHistory(chess.Board("1q6/8/PK1k4/8/1NR5/8/8/8 w - - 11 59"))
+    for move in "b6a5 b8a8 a5b6 a8b8 b6a5 b8a8 a5b6 a8b8".split():
+        history.push(chess.Move.from_uci(move))
+    return history
+
+
+def test_a_search_whose_every_walk_ends_in_a_terminal_still_returns() -> None:
+    assert _native.IDLE_WALKS == IDLE_WALKS
+    for core in ("python", "native"):
+        config = dataclasses.replace(QUIET, core=core)
+        tree = new_tree(_forced_repetition(), config)
+        checks = []
+        # unbounded: gather hands control back, so the caller's stop (its clock) is consulted
+        search(
+            tree,
+            UniformEvaluator(),
+            0,
+            stop=lambda t=tree: t.started >= 5000,
+            on_batch=lambda t, seen=checks: seen.append(t.started),
+        )
+        assert tree.started >= 5000 and checks, core  # progress seen between the idle gathers
+        result = search(new_tree(_forced_repetition(), config), UniformEvaluator(), 3000)
+        assert result.simulations == 3000 and [m.uci() for m in result.moves] == ["b6a5"], core
 
 
 def test_noisy_self_play_games_are_identical() -> None:

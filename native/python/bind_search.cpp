@@ -56,6 +56,7 @@ using Trees = std::vector<fz::Tree*>;
 }  // namespace
 
 void bind_search(nb::module_& m) {
+    m.attr("IDLE_WALKS") = fz::IDLE_WALKS;
     nb::class_<fz::SearchParams>(m, "SearchParams", "the search's knobs (SearchConfig, copied)")
         .def(nb::init<>())
         .def_rw("c_init", &fz::SearchParams::c_init)

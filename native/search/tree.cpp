@@ -196,6 +196,7 @@ int Tree::gather(int limit, LeafBatch& batch, int tree_index, EvalCache* cache) 
     gather_batch_ = &batch;
     gather_tree_ = tree_index;
     gather_cache_ = cache;
+    int idle = 0;  // walks that backed up a terminal or proven node (search/tree.py's IDLE_WALKS)
     while (out < limit && double(started_) < target_ && !nodes_[size_t(root_)].proven) {
         if (restricted && allowed_all_blocked()) break;
         bool collision = false;
@@ -204,6 +205,8 @@ int Tree::gather(int limit, LeafBatch& batch, int tree_index, EvalCache* cache) 
             if (int(collided_.size()) > params_.collisions) break;
         } else if (nodes_[size_t(leaf)].state == PENDING) {
             out += 1;
+        } else if (++idle >= IDLE_WALKS) {
+            break;  // every walk ends in a terminal: hand back control (the caller's clock)
         }
     }
     gather_batch_ = nullptr;

@@ -34,6 +34,10 @@ class EvalCache;
 
 enum NodeState : uint8_t { NEW = 0, PENDING = 1, EXPANDED = 2, TERMINAL = 3 };
 
+// Walks one gather() may spend backing up terminal or proven nodes before it returns, so an
+// unbounded search whose every walk ends in one still hands control back (search/tree.py).
+constexpr int IDLE_WALKS = 1024;
+
 // A node's moves in two parallel arrays: what a walk reads of every move and of the move it
 // takes (24 bytes a move: scanning a node's thirty-odd moves streams through a few cache lines,
 // and the move taken and its child come with them), and the rest, read only when a child is

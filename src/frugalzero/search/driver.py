@@ -90,8 +90,9 @@ def search(
 ) -> SearchResult:
     """Run one search on one tree: ``simulations`` (None = the config's; 0 = until ``stop``
     returns True), keeping up to ``in_flight`` batches of ``leaves_per_gather`` leaves in
-    flight (virtual loss keeps them apart). ``on_batch`` is called after each applied batch
-    (progress output, time checks); ``moves`` restricts the root (``SearchTree.start``)."""
+    flight (virtual loss keeps them apart). ``on_batch`` is called after each applied batch, and
+    after each gather that needed no network (progress output, time checks); ``moves``
+    restricts the root (``SearchTree.start``)."""
     tree.start(simulations, moves)
     batches = _batches_for(tree, evaluator)
     tasks: list[SearchTask] = [_OneSearch(tree)]
@@ -108,6 +109,8 @@ def search(
             if not queue:
                 if stopping or not tasks:
                     break
+                if on_batch is not None:  # walks that needed no network (terminals) count too
+                    on_batch(tree)
                 continue
             if len(queue) >= in_flight or stopping or pending is None:
                 batches.apply(queue.popleft())

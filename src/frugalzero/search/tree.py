@@ -49,6 +49,10 @@ from frugalzero.search.types import RootLine, SearchResult, SearchTarget
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 _NEG_INF = -math.inf
+# walks a gather() may spend backing up terminal or proven nodes before it hands control back:
+# where every walk ends in one (a single legal move into a repetition draw), an unbounded search
+# would otherwise never return to the caller that checks the clock (native: the same number)
+IDLE_WALKS = 1024
 
 
 class Node:
@@ -199,6 +203,7 @@ class SearchTree:
         collided = self._collided
         allowed = self.config.collisions
         restricted = self._allowed is not None
+        idle = 0
         while len(out) < limit and self.started < self.target and not root.proven:
             if restricted and self._allowed_all_blocked():
                 break  # every allowed move is proven lost: nothing left to search
@@ -208,6 +213,10 @@ class SearchTree:
                     break
             elif leaf.state == PENDING:
                 out.append(leaf)
+            else:  # a terminal or proven node, backed up already
+                idle += 1
+                if idle >= IDLE_WALKS:
+                    break
         for path in collided:  # their virtual visits have steered the walks; take them back
             self._undo(path)
         collided.clear()
