@@ -11,6 +11,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("FRUGALZERO_SHARED", ROOT.parent / "shared"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache(tmp_path_factory):
+    """The tests' measurements (which shipped net the UCI engine plays here) go to a cache of
+    their own, not the user's ~/.cache; the engines the tests start inherit it."""
+    before = os.environ.get("FRUGALZERO_CACHE")
+    os.environ["FRUGALZERO_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if before is None:
+        os.environ.pop("FRUGALZERO_CACHE", None)
+    else:
+        os.environ["FRUGALZERO_CACHE"] = before
+
+
 def shared_file(relative: str) -> Path:
     """A file of ../shared, or a clean skip when this checkout has no ../shared beside it."""
     path = SHARED / relative

@@ -148,7 +148,7 @@ def test_with_two_seconds_on_the_clock_it_does_not_lose_on_time(raw_engine):
 
 @pytest.fixture(scope="module")
 def searcher():
-    searcher = NetSearcher("default", default_nodes=16)
+    searcher = NetSearcher("medium", default_nodes=16)  # one net whatever this machine picks
     searcher.set_option("Threads", "1")
     yield searcher
     searcher.close()

@@ -163,12 +163,13 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
     import numpy as np
 
-    from frugalzero.bench.timing import median, rate
+    from frugalzero.bench.timing import median
     from frugalzero.data import codec
     from frugalzero.data.importer import import_pgn
     from frugalzero.data.selection import select_all
     from frugalzero.data.shards import read_shard, shard_bytes, write_shard
     from frugalzero.data.synthetic import selfplay_like_games
+    from frugalzero.runtime.timing import rate
     from frugalzero.train.data import PositionSet
 
     games = selfplay_like_games(args.games, seed=1)

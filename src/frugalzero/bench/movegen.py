@@ -59,9 +59,10 @@ def measure(positions: int, rounds: int, seconds: float, seed: int) -> dict[str,
     import chess
 
     from frugalzero import _native
-    from frugalzero.bench.timing import median, rate
+    from frugalzero.bench.timing import median
     from frugalzero.chess.native import native_position
     from frugalzero.chess.positions import random_boards
+    from frugalzero.runtime.timing import rate
 
     boards = [board.copy(stack=False) for board in random_boards(positions, seed, max_plies=120)]
     batch = _native.PositionBatch([native_position(board) for board in boards])

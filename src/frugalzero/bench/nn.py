@@ -30,12 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from frugalzero.bench.timing import BareNet, matmul_gflops, median, rate
+    from frugalzero.bench.timing import matmul_gflops, median
     from frugalzero.chess.history import net_input_from_board
     from frugalzero.chess.positions import random_boards
     from frugalzero.nn.config import architecture
     from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig, pack_inputs
     from frugalzero.nn.model import PolicyValueNet
+    from frugalzero.nn.throughput import BareNet
+    from frugalzero.runtime.timing import rate
 
     torch.manual_seed(0)
     net_config = architecture(args.arch)

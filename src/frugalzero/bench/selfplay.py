@@ -133,8 +133,10 @@ class _Core:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.workers:
         return run_workers(args)
-    from frugalzero.bench.timing import BareNet, median, rate
+    from frugalzero.bench.timing import median
     from frugalzero.nn.evaluator import Evaluator
+    from frugalzero.nn.throughput import BareNet
+    from frugalzero.runtime.timing import rate
 
     cores = _cores(args.core)
     net, config, evaluator_config, stream, batch = _setup(args)
@@ -347,8 +349,10 @@ def _device(evaluator_config) -> str:
 
 
 def run_workers(args: argparse.Namespace) -> dict[str, Any]:
-    from frugalzero.bench.timing import BareNet, median, rate
+    from frugalzero.bench.timing import median
     from frugalzero.nn.evaluator import Evaluator
+    from frugalzero.nn.throughput import BareNet
+    from frugalzero.runtime.timing import rate
 
     counts = [int(w) for w in str(args.workers).split(",")]
     net, config, evaluator_config, stream, batch = _setup(args)

@@ -52,10 +52,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     import chess
 
-    from frugalzero.bench.timing import BareNet, median
+    from frugalzero.bench.timing import median
     from frugalzero.chess.history import GameHistory
     from frugalzero.nn.checkpoint import load_net
     from frugalzero.nn.shipped import resolve_net_path
+    from frugalzero.nn.throughput import BareNet
     from frugalzero.runtime.cores import available_cores
     from frugalzero.uci import NetSearcher, SearchRequest
     from frugalzero.uci.timeman import TimeBudget

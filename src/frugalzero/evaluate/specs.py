@@ -264,7 +264,12 @@ def uci_command(spec: EngineSpec) -> tuple[list[str], dict[str, str] | None]:
     """(argv, environment or None to inherit) of a UCI seat. A net under a clock runs our own
     ``frugalzero uci`` on this interpreter with this code first on its path, so it is the
     installation that is running the match."""
+    from frugalzero.nn.shipped import SHIPPED_NETS
+
     if spec.kind != "net":
         return [check_executable(spec)], None
-    argv = [sys.executable, "-m", "frugalzero", "uci", "--net", str(net_file(spec))]
+    net = str(net_file(spec))
+    if spec.path in SHIPPED_NETS:  # by name: 'default' is the engine's choice for this machine
+        net = spec.path
+    argv = [sys.executable, "-m", "frugalzero", "uci", "--net", net]
     return argv, own_code_env()

@@ -247,6 +247,7 @@ class UciEngine:
         self._hit_at = 0.0  # when ponderhit came
         self._quiet = False  # after quit: nothing more is written
         self.failed = False  # the searcher could not start: the engine stopped
+        self._noted = False  # the searcher's note (which net plays) was said
         self.history: GameHistory | None = GameHistory(self._start_board())
 
     # -- output ---------------------------------------------------------------------------------
@@ -333,6 +334,10 @@ class UciEngine:
             self.info_string(f"error: {exc}; the engine stops")
             self.failed = True
             return False
+        note = getattr(self.searcher, "note", None)
+        if note and not self._noted:
+            self.info_string(note)
+            self._noted = True
         return True
 
     def _start_board(self) -> chess.Board:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from frugalzero.nn.shipped import DEFAULT_NET
 from frugalzero.search import RootLine, SearchConfig, SearchResult, Tree, search, tree_for
 from frugalzero.uci.protocol import BestMove, Option, SearchRequest
 from frugalzero.uci.timeman import MoveTimer
@@ -88,6 +89,7 @@ class NetSearcher:
         self._applied = (self.threads, self.cache_size)  # what the evaluator runs with
         self.rng = np.random.default_rng(seed)
         self.tree: Tree | None = None
+        self.note: str | None = None  # said once the net is loaded: which one plays, and why
         self._evaluator = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
@@ -102,8 +104,8 @@ class NetSearcher:
             from frugalzero.runtime.cores import available_cores
             from frugalzero.runtime.device import resolve_device
 
-            self._net, _ = load_net(resolve_net_path(self.net_spec))
-            self._cpu = resolve_device("auto", "uci").type == "cpu"
+            device = resolve_device("auto", "uci")
+            self._cpu = device.type == "cpu"
             self._cores = available_cores()
             threads, cache_size = self._applied = (self.threads, self.cache_size)
             servers, per_server = network_layout(threads, self._cores, self._cpu)
@@ -111,6 +113,13 @@ class NetSearcher:
             config = EvaluatorConfig(
                 compile="off", servers=servers, threads=per_server, cache_size=cache_size
             )
+            net = self.net_spec
+            if net == DEFAULT_NET:  # the shipped net that is stronger here under a clock
+                from frugalzero.nn.choice import clock_net
+
+                choice = clock_net(str(device), per_server, self.batch, config)
+                net, self.note = choice.net, choice.describe()
+            self._net, _ = load_net(resolve_net_path(net))
             self._evaluator = Evaluator(self._net, config)
         except BaseException as exc:  # reported on the first search; the engine stays up
             self._error = exc
