@@ -76,7 +76,8 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
             bench train --arch medium --device cuda --rounds 3 --seconds 3 --batch 1024
             bench selfplay --arch small --device cuda --rounds 2 --seconds 5 --core native,python
             bench selfplay --arch small --device cuda --rounds 2 --seconds 5 --workers 1,2,4
-            bench uci --net default --rounds 2 --positions 8
+            bench uci --net medium --rounds 2 --positions 8
+            bench uci --net small --rounds 2 --positions 8
             bench movegen
             ;;
         hours)  # the five methods, one GPU-hour each, from nothing

@@ -72,7 +72,7 @@ def test_the_engine_plays_the_chosen_net_and_says_so(monkeypatch, tmp_path, spee
     try:
         searcher.wait_ready()
         assert searcher.note is not None and searcher.note.startswith(f"net {net}:")
-        blocks = searcher._net.config.blocks
+        blocks = searcher.net.config.blocks
         assert blocks == (10 if net == "medium" else 6)
         move, _ = searcher.search(
             SearchRequest(GameHistory(chess.Board()), 8, None, False, []),
@@ -88,7 +88,7 @@ def test_a_forced_net_is_not_replaced():
     searcher = NetSearcher("small", default_nodes=8)
     try:
         searcher.wait_ready()
-        assert searcher.note is None and searcher._net.config.blocks == 6
+        assert searcher.note is None and searcher.net.config.blocks == 6
     finally:
         searcher.close()
 

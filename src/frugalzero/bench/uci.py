@@ -54,8 +54,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from frugalzero.bench.timing import median
     from frugalzero.chess.history import GameHistory
-    from frugalzero.nn.checkpoint import load_net
-    from frugalzero.nn.shipped import resolve_net_path
     from frugalzero.nn.throughput import BareNet
     from frugalzero.runtime.cores import available_cores
     from frugalzero.uci import NetSearcher, SearchRequest
@@ -77,7 +75,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         evaluator = searcher.evaluator
         batch = searcher.batch
         cores = available_cores()
-        net, _ = load_net(resolve_net_path(args.net))
+        net = searcher.net  # the engine's own (``default``: the one chosen for this machine)
         config = dataclasses.replace(evaluator.config, threads=cores)
         bare = BareNet(net, config, cores, batch, evaluator.compiled)
         runner = bare.runner

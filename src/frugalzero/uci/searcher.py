@@ -137,6 +137,12 @@ class NetSearcher:
         self.wait_ready()
         return self._evaluator
 
+    @property
+    def net(self):
+        """The network the engine plays (with ``default``: the one chosen for this machine)."""
+        self.wait_ready()
+        return self._net
+
     def close(self) -> None:
         self._ready.wait()
         if self._evaluator is not None:
