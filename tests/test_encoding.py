@@ -152,3 +152,18 @@ def test_batch_encoding_is_channels_last_and_matches_single():
     assert batch.strides[1] == 4  # planes innermost in memory (NHWC)
     for k, board in enumerate(boards):
         np.testing.assert_array_equal(batch[k], planes_of(board))
+
+
+def test_the_native_planes_use_the_specs_scales():
+    """The C++ encoder's constants are the ones a network file records as its encoding."""
+    from frugalzero import _native
+    from frugalzero.chess.encoding import ENCODING_SPEC, NUM_PLANES
+
+    assert _native.MOVE_COUNT_SCALE == ENCODING_SPEC["move_count_scale"]
+    assert _native.NO_PROGRESS_SCALE == ENCODING_SPEC["no_progress_scale"]
+    assert encode(np.zeros((0, HISTORY, 13), np.uint64), np.zeros((0, 7), np.int64)).shape == (
+        0,
+        NUM_PLANES,
+        8,
+        8,
+    )

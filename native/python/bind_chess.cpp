@@ -87,6 +87,8 @@ void bind_chess(nb::module_& m) {
     m.attr("MAX_MOVES") = fz::MAX_MOVES;
     m.attr("MAX_CLOCK") = fz::MAX_CLOCK;
     m.attr("NUM_MOVES") = fz::NUM_MOVES;
+    m.attr("MOVE_COUNT_SCALE") = fz::MOVE_COUNT_SCALE;  // the planes' (encoding.ENCODING_SPEC)
+    m.attr("NO_PROGRESS_SCALE") = fz::NO_PROGRESS_SCALE;
 
     nb::class_<Position>(m, "Position",
                          "A chess position of the native core (standard chess), built from "
