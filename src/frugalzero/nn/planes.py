@@ -1,6 +1,6 @@
 """The 119 input planes built with torch on the network's device, from the compact frames.
 
-``frugalzero.chess.encoding.encode`` builds them with NumPy on the CPU: 30 KB of float32 per
+``frugalzero.chess.encoding.encode`` builds them in C++ on the CPU: 30 KB of float32 per
 position. On a GPU the inference process instead moves the 832 bytes of packed frames and the
 7 meta integers of each position to the device and unpacks them there, so the host-to-device
 copy is 36 times smaller and the CPU does none of it. Same planes, bit for bit (tested).
@@ -51,8 +51,8 @@ def encode_on(frames: torch.Tensor, meta: torch.Tensor) -> torch.Tensor:
     reps = frames[:, :, 12, 0].to(torch.int64)  # the count fits the word's low byte (0-2)
     steps[..., 12] = (reps >= 1)[:, None, None, :]
     steps[..., 13] = (reps >= 2)[:, None, None, :]
-    # float64 as NumPy divides: CUDA divides a float32 by a Python number as a multiplication
-    # by its float32 reciprocal, one ulp off NumPy's quotient for 5/100, 9/100, ...
+    # float64 as the CPU encoder divides: CUDA divides a float32 by a Python number as a
+    # multiplication by its float32 reciprocal, one ulp off the quotient for 5/100, 9/100, ...
     m = meta.to(torch.float64)
     castling = torch.where(black[:, None], m[:, CASTLING_BLACK], m[:, CASTLING_WHITE])
     aux = torch.cat(
