@@ -32,6 +32,7 @@ from frugalzero.search.puct import (
     c_puct,
     choose_by_visits,
     fpu_value,
+    legal_softmax,
     puct_scores,
     temper_priors,
     temperature_for_ply,
@@ -525,3 +526,15 @@ def test_selection_is_the_argmax_of_the_puct_scores(edges, c_init, fpu, blocking
             node.visited.append(expected)
         node.N[expected] += 1.0
         node.Q[expected] = 0.25
+
+
+def test_legal_softmax_spreads_each_row_over_its_legal_moves_only():
+    """The network's padded rows (legal logits, then -inf) as priors; a row with no legal move
+    gets zeros, not NaN (the inference process answers such rows too)."""
+    inf = np.inf
+    logits = np.array([[1.0, 2.0, -inf, -inf], [0.5, -inf, -inf, -inf], [-inf] * 4])
+    priors = legal_softmax(logits)
+    expected = np.exp([1.0, 2.0]) / np.exp([1.0, 2.0]).sum()
+    assert np.allclose(priors[0, :2], expected) and np.all(priors[0, 2:] == 0)
+    assert priors[1].tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert priors[2].tolist() == [0.0] * 4

@@ -19,10 +19,6 @@ struct InputKey {
     bool operator==(const InputKey& other) const { return a == other.a && b == other.b; }
 };
 
-struct InputKeyHash {
-    size_t operator()(const InputKey& k) const { return size_t(k.a); }
-};
-
 // A 128-bit fingerprint of everything the input planes depend on: the eight history steps'
 // positions, by Zobrist key (0 before the game's start) with their repetition counts, and the
 // meta. The evaluation cache's key, as Python's NetInput.key is (frames bytes, meta): a Zobrist

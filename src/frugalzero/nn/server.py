@@ -21,15 +21,18 @@ from typing import Any
 import numpy as np
 import torch
 
+from frugalzero import _native
 from frugalzero.chess.encoding import FRAME_BYTES, FRAME_WORDS, HISTORY, META_FIELDS
 from frugalzero.nn.config import EvaluatorConfig, NetConfig
 from frugalzero.nn.model import PolicyValueNet
 from frugalzero.nn.runner import Batch, NetRunner, Output
 from frugalzero.runtime.device import set_threads
 from frugalzero.runtime.weights import arrays_to_state_dict, weights_to_arrays
+from frugalzero.search.puct import legal_softmax
 
-WIDTH = 512  # legal moves a row can carry: 218 in a real game, up to 415 in a position
-# python-chess accepts (15 queens a side; frugalzero._native.MAX_MOVES)
+# legal moves a row can carry, as many as the native core lists: 218 in a real game, up to
+# 415 in a position python-chess accepts (15 queens a side)
+WIDTH = _native.MAX_MOVES
 MERGE = 4096  # most positions run in one forward pass when several batches wait
 
 
@@ -367,7 +370,7 @@ def _run_group(
         for (_, _, n, w, logits), view in zip(group, views, strict=True):
             rows = priors[row : row + n, :w]
             if any(wants_logits) and not logits:  # a caller of both kinds in one pass
-                rows = _softmax(rows)
+                rows = legal_softmax(rows)
             view["priors"][:n, :w] = rows
             view["values"][:n] = values[row : row + n]
             if wdl is not None:
@@ -386,11 +389,3 @@ def _run_group(
             conns[caller].send((slot, error))
         except OSError:  # a caller that left does not stop the others
             pass
-
-
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    """Priors from legal logits padded with -inf (rows without a legal move: zeros)."""
-    top = logits.max(axis=1, keepdims=True)
-    z = np.exp(logits - np.where(np.isfinite(top), top, 0.0))
-    total = z.sum(axis=1, keepdims=True)
-    return np.divide(z, total, out=np.zeros_like(z), where=total > 0)

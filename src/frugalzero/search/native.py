@@ -26,7 +26,7 @@ from frugalzero.chess.native import native_history
 from frugalzero.chess.rules import MATE
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.draws import contempt_seed
-from frugalzero.search.puct import choose_by_visits
+from frugalzero.search.puct import choose_by_visits, legal_softmax
 from frugalzero.search.tree import follow_game
 from frugalzero.search.types import Evaluates, RootLine, SearchResult, SearchTarget
 
@@ -163,9 +163,8 @@ class NativeTree:
             raise RuntimeError("start() while leaves are still being evaluated")
         if simulations is None:
             simulations = cfg.simulations
-        target = (
-            0.0 if simulations in (0, math.inf) else float(int(simulations))
-        )  # as the reference
+        # the reference's budget rule: 0 or inf searches until stopped
+        target = 0.0 if simulations in (0, math.inf) else float(int(simulations))
         noise = self._noise
         if noise is None or core.prepared:  # a start() with no search since keeps its draws
             noise = np.zeros(0)
@@ -351,10 +350,8 @@ class NetworkRows:
 
     def priors(self, handle, batch: _native.LeafBatch) -> list[np.ndarray]:
         """Each row's priors over its legal moves (a batch gathered without the cache)."""
-        logits = handle.result()[0].astype(np.float64)
-        z = np.exp(logits - logits.max(axis=1, keepdims=True))  # -inf padding: 0
-        z /= z.sum(axis=1, keepdims=True)
-        return [z[row, :count] for row, count in enumerate(batch.counts().tolist())]
+        priors = legal_softmax(handle.result()[0].astype(np.float64))
+        return [priors[row, :count] for row, count in enumerate(batch.counts().tolist())]
 
 
 class EvaluationRows:

@@ -91,6 +91,15 @@ def choose_by_visits(
     return int(rng.choice(len(probs), p=probs))
 
 
+def legal_softmax(logits: np.ndarray) -> np.ndarray:
+    """Priors, row by row, from the legal moves' logits padded with -inf (the network's answer
+    to the native core's rows); a row without a legal move gets zeros."""
+    top = logits.max(axis=1, keepdims=True)
+    z = np.exp(logits - np.where(np.isfinite(top), top, 0.0))
+    total = z.sum(axis=1, keepdims=True)
+    return np.divide(z, total, out=np.zeros_like(z), where=total > 0)
+
+
 def dirichlet_mix(
     priors: np.ndarray, alpha: float, epsilon: float, rng: np.random.Generator
 ) -> np.ndarray:

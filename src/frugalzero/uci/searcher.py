@@ -159,9 +159,10 @@ class NetSearcher:
             self.batch = int(value)
             self.tree = None
         elif name == "Temperature":
-            if _number(value) < 0:
+            temperature = _number(value)
+            if temperature < 0:
                 raise ValueError("must be >= 0 (0 plays the best move)")
-            self.temperature = float(value)
+            self.temperature = temperature
         elif name == "PolicyTemperature":
             if not _number(value) > 0:
                 raise ValueError("must be > 0")
