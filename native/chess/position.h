@@ -12,6 +12,7 @@
 // [type - 1]); castling rights as a bitboard of the rooks' squares (A1, H1, A8, H8).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -160,6 +161,10 @@ private:
     std::vector<Position> positions_;
     std::vector<uint8_t> reps_;
     std::unordered_map<uint64_t, int> counts_;
+    // positions so far by the low bits of their key: a zero answers count() for most keys (a
+    // search's leaves, nearly all new) without the hash map's division and pointer chase
+    static constexpr uint64_t FILTER = 1023;
+    std::array<uint16_t, FILTER + 1> filter_{};
 };
 
 }  // namespace fz

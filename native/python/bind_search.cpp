@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -109,6 +110,33 @@ void bind_search(nb::module_& m) {
             b.padded_indices(out.data(), width);
             return to_numpy(std::move(out), {size_t(b.rows()), size_t(width)});
         }, "width"_a, "(rows, width) int16: policy indices of the legal moves, zero-padded")
+        .def("write_rows", [](const fz::LeafBatch& b,
+                              nb::ndarray<uint64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> frames,
+                              nb::ndarray<int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> meta,
+                              nb::ndarray<int16_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> index,
+                              nb::ndarray<int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> counts) {
+            const size_t rows = size_t(b.rows()), width = size_t(b.width());
+            constexpr size_t frame_words = size_t(fz::HISTORY) * size_t(fz::FRAME_WORDS);
+            if (frames.shape(0) < rows || meta.shape(0) < rows || index.shape(0) < rows ||
+                counts.shape(0) < rows)
+                throw nb::value_error("the buffers have fewer rows than the batch");
+            if (frames.shape(1) != frame_words || meta.shape(1) != size_t(fz::META_FIELDS) ||
+                index.shape(1) < width)
+                throw nb::value_error("the buffers' columns do not fit the batch's rows");
+            std::copy_n(b.frames().data(), rows * frame_words, frames.data());
+            std::copy_n(b.meta().data(), rows * size_t(fz::META_FIELDS), meta.data());
+            const size_t stride = index.shape(1);
+            for (size_t r = 0; r < rows; ++r) {
+                const size_t count = size_t(b.counts()[r]);
+                int16_t* out = index.data() + r * stride;
+                std::copy_n(&b.indices()[size_t(b.offsets()[r])], count, out);
+                std::fill(out + count, out + width, int16_t(0));
+                counts.data()[r] = int64_t(count);
+            }
+            return rows;
+        }, "frames"_a, "meta"_a, "index"_a, "counts"_a,
+           "the rows into the first rows of the given buffers (an inference process's shared "
+           "memory: one copy), the indices zero-padded to the batch's width; returns the rows")
         .def("counts", [](const fz::LeafBatch& b) {
             std::vector<int64_t> counts(b.counts().begin(), b.counts().end());
             return to_numpy(std::move(counts));
@@ -178,6 +206,10 @@ void bind_search(nb::module_& m) {
         .def("leader", &fz::Tree::leader)
         .def("choice_visits", [](const fz::Tree& t) { return to_numpy(t.choice_visits()); })
         .def("root_moves", [](const fz::Tree& t) { return to_numpy(t.root_moves()); })
+        .def("root_move", [](const fz::Tree& t, int slot) {
+            if (slot < 0 || slot >= t.root_count()) throw nb::index_error();
+            return t.link(t.root(), slot).move;
+        }, "slot"_a, "the raw move of the root's ``slot``")
         .def("release", &fz::Tree::release)
         .def_prop_ro("root_proven", &fz::Tree::root_proven)
         .def_prop_ro("prepared", &fz::Tree::prepared)
@@ -220,15 +252,16 @@ void bind_search(nb::module_& m) {
             std::vector<int32_t> child;
             std::vector<uint16_t> move, index;
             std::vector<uint8_t> blocked;
+            const bool expanded = n.state == fz::EXPANDED;  // else the Edges are unwritten
             for (int s = 0; n.edges >= 0 && s < n.count; ++s) {
-                const fz::Edge& e = t.edge(id, s);
+                const fz::Edge e = expanded ? t.edge(id, s) : fz::Edge{0.0, 0.0f, 0, -1, 0};
                 N.push_back(double(e.N));
                 W.push_back(e.W);
                 P.push_back(e.prior);
-                S.push_back(t.selection_prior(id, s));
+                S.push_back(expanded ? t.selection_prior(id, s) : 0.0);
                 const fz::Link& l = t.link(id, s);
                 child.push_back(e.child);
-                move.push_back(e.move);
+                move.push_back(l.move);
                 index.push_back(l.index);
                 blocked.push_back(l.blocked);
             }
@@ -261,9 +294,14 @@ void bind_search(nb::module_& m) {
 
     m.def("gather_trees", [](const Trees& trees, fz::LeafBatch& batch, fz::EvalCache* cache, int limit) {
         int total = 0;
-        if (!trees.empty()) trees[0]->prefetch_root();
-        for (size_t i = 0; i < trees.size(); ++i) {
-            if (i + 1 < trees.size()) trees[i + 1]->prefetch_root();
+        const size_t n = trees.size();
+        for (size_t i = 0; i < n && i < 3; ++i) trees[i]->prefetch_self();
+        for (size_t i = 0; i < n && i < 2; ++i) trees[i]->prefetch_root_node();
+        if (n) trees[0]->prefetch_root();
+        for (size_t i = 0; i < n; ++i) {  // Tree::prefetch_self: three stages a tree apart
+            if (i + 3 < n) trees[i + 3]->prefetch_self();
+            if (i + 2 < n) trees[i + 2]->prefetch_root_node();
+            if (i + 1 < n) trees[i + 1]->prefetch_root();
             total += trees[i]->gather(limit, batch, int(i), cache);
         }
         return total;
@@ -287,11 +325,24 @@ void bind_search(nb::module_& m) {
         const float* L = logits.data();
         const float* V = values.data();
         const float* D = wdl ? wdl->data() : nullptr;
-        for (int i = 0; i < batch.leaves(); ++i) {
+        const int leaves = batch.leaves();
+        for (int i = 0; i < leaves && i < 3; ++i) trees[size_t(batch.leaf(i).tree)]->prefetch_self();
+        for (int i = 0; i < leaves && i < 2; ++i) {
+            const fz::Leaf& next = batch.leaf(i);
+            trees[size_t(next.tree)]->prefetch_node(next.node);
+        }
+        if (leaves) trees[size_t(batch.leaf(0).tree)]->prefetch_leaf(batch.leaf(0).node);
+        for (int i = 0; i < leaves; ++i) {
             const fz::Leaf& leaf = batch.leaf(i);
-            if (i + 1 < batch.leaves()) {
+            if (i + 3 < leaves) trees[size_t(batch.leaf(i + 3).tree)]->prefetch_self();
+            if (i + 2 < leaves) {
+                const fz::Leaf& next = batch.leaf(i + 2);
+                trees[size_t(next.tree)]->prefetch_node(next.node);
+            }
+            if (i + 1 < leaves) {
                 const fz::Leaf& next = batch.leaf(i + 1);
                 trees[size_t(next.tree)]->prefetch_leaf(next.node);
+                if (cache && next.row >= 0) cache->prefetch(batch.keys()[size_t(next.row)]);
             }
             const double nan = std::numeric_limits<double>::quiet_NaN();
             if (leaf.row >= 0) {

@@ -47,6 +47,13 @@ public:
     EvalCache(const EvalCache&) = delete;
     EvalCache& operator=(const EvalCache&) = delete;
 
+    // Start fetching the set ``key`` belongs to (its headers), for a get or put a little later.
+    void prefetch(const InputKey& key) const {
+        if (sets_ == 0) return;
+        const Header* set = &headers_[(key.a % sets_) * WAYS];
+        __builtin_prefetch(set);
+        __builtin_prefetch(set + WAYS - 1);
+    }
     // The entry for ``key`` (marked recently used); false when there is none.
     bool get(const InputKey& key, Hit& hit);
     void put(const InputKey& key, const float* logits, int count, float value, const float* wdl);

@@ -86,7 +86,7 @@ float pairwise_sum_f(const float* a, size_t n) {
 }  // namespace
 
 Tree::Tree(const History& history, const SearchParams& params, uint64_t draw_seed)
-    : params_(params), history_(history), draws_(draw_seed) {
+    : params_(params), draws_(draw_seed), history_(history) {
     new_root(-1);
 }
 
@@ -103,12 +103,11 @@ const Link& Tree::link(int node, int slot) const {
 
 int Tree::add_edges(const Move* moves, int count, Color turn) {
     const int first = int(edges_.size());
-    edges_.resize(edges_.size() + size_t(count));
+    edges_.resize(edges_.size() + size_t(count));  // uninitialised until expand()
     links_.resize(links_.size() + size_t(count));
-    Edge* edges = &edges_[size_t(first)];
     Link* links = &links_[size_t(first)];
     for (int i = 0; i < count; ++i) {
-        edges[i].move = moves[i].raw;
+        links[i].move = moves[i].raw;
         links[i].index = uint16_t(policy_index(moves[i], turn));
     }
     return first;
@@ -157,9 +156,20 @@ bool Tree::finished() const {
     return root.state == EXPANDED && double(started_) >= target_;
 }
 
+void Tree::prefetch_self() const {
+    const char* first = reinterpret_cast<const char*>(this);
+    const char* last = reinterpret_cast<const char*>(&history_);
+    for (const char* at = first; at < last; at += 64) __builtin_prefetch(at);
+}
+
+void Tree::prefetch_root_node() const { __builtin_prefetch(&nodes_[size_t(root_)]); }
+
+void Tree::prefetch_node(int node) const {
+    if (node >= 0 && size_t(node) < nodes_.size()) __builtin_prefetch(&nodes_[size_t(node)]);
+}
+
 void Tree::prefetch_root() const {
     const Node& root = nodes_[size_t(root_)];
-    __builtin_prefetch(&root);
     if (root.edges < 0) return;
     const char* first = reinterpret_cast<const char*>(&edges_[size_t(root.edges)]);
     const char* last = first + sizeof(Edge) * root.count;
@@ -169,8 +179,12 @@ void Tree::prefetch_root() const {
 void Tree::prefetch_leaf(int node) const {
     if (node < 0 || size_t(node) >= nodes_.size()) return;
     const Node& leaf = nodes_[size_t(node)];
-    __builtin_prefetch(&leaf);
-    if (leaf.edges >= 0) __builtin_prefetch(&edges_[size_t(leaf.edges)]);
+    if (leaf.edges >= 0) {  // the Edges expand() writes
+        const char* first = reinterpret_cast<const char*>(&edges_[size_t(leaf.edges)]);
+        const char* last = first + sizeof(Edge) * leaf.count;
+        for (const char* p = first; p < last; p += 64) __builtin_prefetch(p, 1);
+        __builtin_prefetch(&links_[size_t(leaf.edges)]);
+    }
     if (leaf.parent >= 0) {
         const Node& parent = nodes_[size_t(leaf.parent)];
         __builtin_prefetch(&parent);
@@ -479,11 +493,13 @@ void Tree::expand(int node, std::vector<double>& priors, double value, double dr
     if (!std::isfinite(value)) value = 0.0;
     Node& nd = nodes_[size_t(node)];
     Edge* E = edges_of(node);
+    const Link* L = links_of(node);
     for (int s = 0; s < nd.count; ++s) {
+        E[s].W = 0.0;
         E[s].prior = float(priors[size_t(s)]);  // the network's precision, as the reference rounds
         E[s].N = 0;
-        E[s].W = 0.0;
         E[s].child = -1;
+        E[s].move = L[s].move;
     }
     nd.visited_p = 0.0;
     nd.value = value;
@@ -647,13 +663,14 @@ int Tree::compact(int keep) {
         kept_nodes += 1;
         if (nd.edges < 0) continue;
         kept_edges += nd.count;
+        if (nd.state != EXPANDED) continue;  // no children, Edges not yet written
         for (int s = 0; s < nd.count; ++s)
             if (edges_[size_t(nd.edges + s)].child >= 0) stack.push_back(edges_[size_t(nd.edges + s)].child);
     }
     // into the spare arenas (the live ones of the last compaction: memory already touched,
     // no page faults, no allocation once they are large enough)
     std::vector<Node>& nodes = spare_nodes_;
-    std::vector<Edge>& edges = spare_edges_;
+    EdgeArena& edges = spare_edges_;
     std::vector<Link>& links = spare_links_;
     nodes.clear();
     edges.clear();
@@ -676,7 +693,7 @@ int Tree::compact(int keep) {
             const int first = int(edges.size());
             for (int s = 0; s < nd.count; ++s) {
                 const Edge& edge = edges_[size_t(nd.edges + s)];
-                if (edge.child >= 0) queue.emplace_back(edge.child, id);
+                if (nd.state == EXPANDED && edge.child >= 0) queue.emplace_back(edge.child, id);
                 edges.push_back(edge);
                 links.push_back(links_[size_t(nd.edges + s)]);
             }
@@ -1173,14 +1190,14 @@ std::pair<int, double> Tree::leader() const {
 std::vector<uint16_t> Tree::root_moves() const {
     const Node& root = nodes_[size_t(root_)];
     std::vector<uint16_t> moves;
-    for (int s = 0; root.edges >= 0 && s < root.count; ++s) moves.push_back(edges_of(root_)[s].move);
+    for (int s = 0; root.edges >= 0 && s < root.count; ++s) moves.push_back(links_of(root_)[s].move);
     return moves;
 }
 
 void Tree::release() {
     if (in_flight_) throw std::runtime_error("release() while leaves are still being evaluated");
     for (auto* arena : {&nodes_, &spare_nodes_}) std::vector<Node>().swap(*arena);
-    for (auto* arena : {&edges_, &spare_edges_}) std::vector<Edge>().swap(*arena);
+    for (auto* arena : {&edges_, &spare_edges_}) EdgeArena().swap(*arena);
     for (auto* arena : {&links_, &spare_links_}) std::vector<Link>().swap(*arena);
     std::vector<double>().swap(frozen_);
     new_root(-1);

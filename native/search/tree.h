@@ -21,6 +21,8 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "chess/position.h"
@@ -42,19 +44,46 @@ constexpr int IDLE_WALKS = 1024;
 // takes (24 bytes a move: scanning a node's thirty-odd moves streams through a few cache lines,
 // and the move taken and its child come with them), and the rest, read only when a child is
 // made, for the solver's and a restricted root's blocks, and for the results.
+//
+// A leaf's Links are written when it is gathered, its Edges only when its evaluation comes
+// back (expand): the edge arena is not initialised when it grows (EdgeArena), so the Edges'
+// cache lines are written once, not twice (a fresh leaf's ~1 KB is out of the CPU's caches
+// again by the time its batch returns). Nothing reads the Edges of a node before it is
+// EXPANDED; its moves are in its Links from the start.
 struct Edge {
-    double W = 0.0;       // value sum, the parent's side-to-move view, virtual losses included
-    float prior = 0.0f;   // the network's prior at the policy temperature, in the network's
-                          // precision (Python: node.raw, rounded to float32 the same way)
-    uint32_t N = 0;       // visits, virtual ones included
-    int32_t child = -1;   // node id, -1 while the move was never tried
-    uint16_t move = 0;    // Move::raw
+    double W;        // value sum, the parent's side-to-move view, virtual losses included
+    float prior;     // the network's prior at the policy temperature, in the network's
+                     // precision (Python: node.raw, rounded to float32 the same way)
+    uint32_t N;      // visits, virtual ones included
+    int32_t child;   // node id, -1 while the move was never tried
+    uint16_t move;   // Move::raw
 };
 
 struct Link {
+    uint16_t move = 0;     // Move::raw (also the Edge's, once the node is expanded)
     uint16_t index = 0;    // AlphaZero policy index of the move
     bool blocked = false;  // -inf in Python's block array: proven lost, or not allowed here
 };
+
+// A vector whose growth leaves new elements uninitialised (default-initialised: nothing, for
+// a trivial type).
+template <class T>
+struct Uninitialised : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = Uninitialised<U>;
+    };
+    Uninitialised() = default;
+    template <class U>
+    Uninitialised(const Uninitialised<U>&) {}
+    template <class U, class... Args>
+    void construct(U* at, Args&&... args) {
+        if constexpr (sizeof...(Args) == 0) ::new (static_cast<void*>(at)) U;
+        else ::new (static_cast<void*>(at)) U(std::forward<Args>(args)...);
+    }
+};
+static_assert(std::is_trivially_default_constructible_v<Edge>);
+using EdgeArena = std::vector<Edge, Uninitialised<Edge>>;
 
 // One cache line: a walk reads one line of every node it passes.
 struct alignas(64) Node {
@@ -118,10 +147,15 @@ public:
     // Walk to at most ``limit`` (0: leaves_per_gather) leaves needing the network, writing
     // them to ``batch`` as rows of tree ``tree_index``; returns how many.
     int gather(int limit, LeafBatch& batch, int tree_index, EvalCache* cache);
-    // Start fetching what the next walk reads first (the root and its moves) into the cache,
-    // while another tree is being walked: hundreds of trees do not fit in the CPU's caches.
+    // Start fetching what a later walk reads first into the CPU's cache, while other trees are
+    // walked (hundreds of trees do not fit in it), in three stages a tree apart, since each
+    // stage reads what the one before fetched: the tree object, its root node, the root's
+    // moves (gather_trees). The same for the way up from a gathered leaf: its node, then its
+    // parent and the parent's move to it (apply_batch).
+    void prefetch_self() const;
+    void prefetch_root_node() const;
     void prefetch_root() const;
-    // The same for the way up from a gathered leaf (its node and its parent's moves).
+    void prefetch_node(int node) const;
     void prefetch_leaf(int node) const;
     // Expand a gathered leaf with priors over its moves (already probabilities at T = 1,
     // tempered here), or with logits (softmax at the policy temperature here).
@@ -221,13 +255,12 @@ private:
     double prior_at(int node, int slot) const;
 
     SearchParams params_;
-    History history_;
     Draws draws_;
     std::vector<Node> nodes_;
-    std::vector<Edge> edges_;
+    EdgeArena edges_;
     std::vector<Link> links_;
     std::vector<Node> spare_nodes_;  // the arenas compaction copies into next (then swaps)
-    std::vector<Edge> spare_edges_;
+    EdgeArena spare_edges_;
     std::vector<Link> spare_links_;
     std::vector<double> frozen_;      // search-contempt cumulative distributions (this search)
     size_t compacted_ = 0;            // nodes right after the arenas were last compacted
@@ -258,6 +291,8 @@ private:
     LeafBatch* gather_batch_ = nullptr;
     int gather_tree_ = 0;
     EvalCache* gather_cache_ = nullptr;
+
+    History history_;  // last: prefetch_self() fetches the members before it, the walk's
 };
 
 }  // namespace fz

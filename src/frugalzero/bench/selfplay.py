@@ -9,7 +9,13 @@ size with two in flight. Per core:
 * ``sims_over_net``: simulations per second over the bare network's positions per second. 1.0
   means the search costs nothing beside the network (cache hits can take it above 1);
 * ``client_cpu_us_per_simulation``: the searching thread's CPU per simulation (tree, moves,
-  inputs, everything but the network);
+  inputs, everything but the network), here, where the search waits for the network;
+* ``search_cpu_us_per_simulation``: the same with the network's answers ready at once
+  (``bench.ready``: the net's outputs taken beforehand, the answering left out), in rounds of
+  their own: the search's own cost, which bounds self-play where nothing waits (a GPU). On a
+  shared machine the first is up to twice the second: trees that wait ~10 ms for their
+  network are out of the CPU's caches by their next walk;
+* ``simulations_per_s_answers_ready``: simulations per second in those rounds;
 * ``server_overhead_us_per_position``: the inference process's time per position outside the
   network's forward pass (planes, the logits' gather and softmax, shared memory);
 * ``ratio``: positions_per_s * sims_per_move / evaluator_positions_per_s (the old figure, whose
@@ -84,17 +90,35 @@ def _cores(text: str) -> list[str]:
 
 
 class _Core:
-    """One search core's self-play, its own evaluator (caches) on the same network."""
+    """One search core's self-play, its own evaluator (caches) on the same network; with
+    ``ready``, on that network's answers given at once (``bench.ready.ReadyNet``) instead."""
 
-    def __init__(self, core: str, net, config, evaluator_config) -> None:
+    def __init__(self, core: str, net, config, evaluator_config, ready: bool = False) -> None:
+        from frugalzero.bench.ready import ReadyNet
         from frugalzero.nn.evaluator import Evaluator
         from frugalzero.selfplay.play import SelfPlayLoop
 
         self.core = core
         config = replace(config, search=replace(config.search, core=core))
-        self.evaluator = Evaluator(net, evaluator_config)
+        if ready:
+            self.evaluator = ReadyNet(net, evaluator_config, evaluator_config.cache_size)
+        else:
+            self.evaluator = Evaluator(net, evaluator_config)
         self.loop = SelfPlayLoop(self.evaluator, _starts(0), config, lambda _: None, "bench")
         self.rounds: dict[str, list[float]] = {}
+
+    def ready_round(self, seconds: float) -> float:
+        """``seconds`` on the ready answers: the searching thread's CPU a simulation, the
+        answering left out."""
+        loop, evaluator = self.loop, self.evaluator
+        sims0, spent0 = _sims(loop), evaluator.spent_s
+        start, cpu = time.perf_counter(), time.thread_time()
+        loop.run(stop=lambda: time.perf_counter() - start >= seconds)
+        cpu = time.thread_time() - cpu - (evaluator.spent_s - spent0)
+        sims = max(_sims(loop) - sims0, 1)
+        self.rounds.setdefault("sims", []).append(sims / (time.perf_counter() - start))
+        self.rounds.setdefault("cpu", []).append(cpu / sims)
+        return cpu / sims
 
     def round(self, seconds: float, profiler=None) -> dict[str, float]:
         """``seconds`` of self-play: rates, shares and costs of that round."""
@@ -127,7 +151,8 @@ class _Core:
         }
 
     def close(self) -> None:
-        self.evaluator.close()
+        if hasattr(self.evaluator, "close"):
+            self.evaluator.close()
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -141,6 +166,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cores = _cores(args.core)
     net, config, evaluator_config, stream, batch = _setup(args)
     runs = [_Core(core, net, config, evaluator_config) for core in cores]
+    ready = [_Core(core, net, config, evaluator_config, ready=True) for core in cores]
+    ready_seconds = min(1.0, args.seconds)
     try:
         first = runs[0].evaluator
         threads = first.threads
@@ -152,6 +179,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
             for core in runs:  # warm-up: trees grow, the caches fill, the games spread out
                 core.round(args.seconds)
+            for core in ready:
+                core.ready_round(ready_seconds)
+                core.rounds.clear()
             evaluate_stream()
             profiler = None
             if args.profile:
@@ -163,6 +193,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for core in runs:
                     for key, value in core.round(args.seconds, profiler).items():
                         core.rounds.setdefault(key, []).append(value)
+                for core in ready:
+                    core.ready_round(ready_seconds)
                 rounds["net"].append(bare.positions_per_s())
                 rounds["eval"].append(rate(evaluate_stream, len(stream) * batch, 1.0, warmup=0))
             if profiler is not None:
@@ -181,7 +213,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "server_threads": threads,
             "net_positions_per_s": round(median(rounds["net"]), 1),
             "evaluator_positions_per_s": round(median(rounds["eval"]), 1),
-            "cores": {core.core: _core_figures(core, rounds, args.sims) for core in runs},
+            "cores": {
+                core.core: _core_figures(core, rounds, args.sims, alone)
+                for core, alone in zip(runs, ready)
+            },
             "rounds": args.rounds,
             "seconds_per_round": args.seconds,
         }
@@ -191,11 +226,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result[f"{a.core}_over_{b.core}"] = round(median(per_round), 3)
         return result
     finally:
-        for core in runs:
+        for core in runs + ready:
             core.close()
 
 
-def _core_figures(core: _Core, rounds: dict[str, list[float]], sims_per_move: int) -> dict:
+def _core_figures(
+    core: _Core, rounds: dict[str, list[float]], sims_per_move: int, ready: _Core
+) -> dict:
     from frugalzero.bench.timing import median
 
     r = core.rounds
@@ -212,6 +249,8 @@ def _core_figures(core: _Core, rounds: dict[str, list[float]], sims_per_move: in
             median([p * sims_per_move / e for p, e in zip(r["pos"], rounds["eval"])]), 3
         ),
         "client_cpu_us_per_simulation": round(1e6 * median(r["cpu"]), 2),
+        "search_cpu_us_per_simulation": round(1e6 * median(ready.rounds["cpu"]), 2),
+        "simulations_per_s_answers_ready": round(median(ready.rounds["sims"]), 1),
         "wall_us_per_simulation": round(1e6 / sims_per_s, 2) if sims_per_s else None,
         "server_busy_share": round(median(r["busy"]), 3) if served else None,
         "server_overhead_us_per_position": round(1e6 * median(r["overhead"]), 2)

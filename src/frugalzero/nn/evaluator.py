@@ -195,6 +195,18 @@ class Evaluator:
         assert self._runner is not None
         return PendingRows(self, ("inline", self._runner.run(*batch, softmax=False)))
 
+    def submit_leaves(self, leaves) -> PendingRows:
+        """``submit_rows`` for a native ``LeafBatch``: with an inference process its rows go
+        straight into the shared memory."""
+        if self._servers:
+            server = self._turn
+            self._turn = (server + 1) % len(self._servers)
+            return PendingRows(self, (server, self._servers[server].send_leaves(leaves)))
+        width = leaves.width
+        return self.submit_rows(
+            leaves.frames(), leaves.meta(), leaves.indices(width), leaves.counts()
+        )
+
     @property
     def native_cache(self):
         """The native search's cache of network answers (``frugalzero._native.EvalCache``, at

@@ -112,16 +112,35 @@ class Channel:
         moves' logits (``logits``: the native search's rows)."""
         frames, meta, index, counts = batch
         n, width = len(counts), index.shape[1]
+
+        def write(view: dict[str, np.ndarray]) -> None:
+            view["frames"][:n] = frames.reshape(n, -1)
+            view["meta"][:n] = meta
+            view["index"][:n, :width] = index
+            view["counts"][:n] = counts
+
+        return self._post(n, width, logits, write)
+
+    def send_leaves(self, leaves: _native.LeafBatch) -> int:
+        """``send`` for the native search's batch, its rows written straight into the slot (one
+        copy, no array per field); answered with the legal moves' logits."""
+
+        def write(view: dict[str, np.ndarray]) -> None:
+            leaves.write_rows(view["frames"], view["meta"], view["index"], view["counts"])
+
+        return self._post(leaves.rows, leaves.width, True, write)
+
+    def _post(self, n: int, width: int, logits: bool, write) -> int:
         if n > self.max_batch:
             raise ValueError(f"batch of {n} exceeds max_batch {self.max_batch}")
         while not self._free:
             self._finish_oldest()
         slot = self._free.pop()
-        view = self._slots.views[slot]
-        view["frames"][:n] = frames.reshape(n, -1)
-        view["meta"][:n] = meta
-        view["index"][:n, :width] = index
-        view["counts"][:n] = counts
+        try:
+            write(self._slots.views[slot])
+        except BaseException:
+            self._free.append(slot)
+            raise
         job_id = self._next_id
         self._next_id += 1
         self._in_flight.append((job_id, slot, n, width))

@@ -95,19 +95,19 @@ def search(
     restricts the root (``SearchTree.start``)."""
     tree.start(simulations, moves)
     batches = _batches_for(tree, evaluator)
-    tasks: list[SearchTask] = [_OneSearch(tree)]
+    group = _Group([_OneSearch(tree)])
     queue: deque[_Pending] = deque()
     with PausedGC() as paused:
         while True:
             paused.tick()
             stopping = stop is not None and stop()
             pending = None
-            if not stopping and tasks:
-                tasks, pending = batches.gather(tasks)
+            if not stopping and group.tasks:
+                pending = batches.gather(group)
                 if pending is not None:
                     queue.append(pending)
             if not queue:
-                if stopping or not tasks:
+                if stopping or not group.tasks:
                     break
                 if on_batch is not None:  # walks that needed no network (terminals) count too
                     on_batch(tree)
@@ -156,7 +156,7 @@ class Driver:
 
     def _run(self, tasks, stop, paused: PausedGC, batches: _Batches) -> None:
         count = min(self.groups, max(1, len(tasks)))
-        groups = [list(tasks[g::count]) for g in range(count)]
+        groups = [_Group(list(tasks[g::count])) for g in range(count)]
         pending: list[_Pending | None] = [None] * count
         while True:
             paused.tick()
@@ -168,16 +168,25 @@ class Driver:
                     batches.apply(slot)
                 if stopping:
                     continue
-                groups[g], slot = batches.gather(groups[g])
+                slot = batches.gather(groups[g])
                 if slot is not None:
                     pending[g] = slot
                     self.batches += 1
                     self.leaves += slot.leaves
-            if all(p is None for p in pending) and (stopping or not any(groups)):
+            if all(p is None for p in pending) and (stopping or not any(g.tasks for g in groups)):
                 return
 
 
 # -- batches: how each core's trees are walked, evaluated and backed up ----------------------------
+
+
+class _Group:
+    """Tasks whose leaves share a batch; ``cores`` (the native trees of the tasks, in order) is
+    kept between batches, since a task's tree changes only when its search is done."""
+
+    def __init__(self, tasks: list[SearchTask]) -> None:
+        self.tasks = tasks
+        self.cores: list | None = None
 
 
 class _Pending(NamedTuple):
@@ -189,10 +198,10 @@ class _Pending(NamedTuple):
 
 
 class _Batches(Protocol):
-    def gather(self, tasks: list[SearchTask]) -> tuple[list[SearchTask], _Pending | None]:
-        """Play the tasks whose search is done (``on_search_done``; False retires a task),
-        walk every tree to its new leaves and submit them as one batch: (the tasks still
-        alive, the batch in flight or None when there was no leaf)."""
+    def gather(self, group: _Group) -> _Pending | None:
+        """Play the group's tasks whose search is done (``on_search_done``; False retires a
+        task, which leaves ``group.tasks``), walk every tree to its new leaves and submit them
+        as one batch: the batch in flight, or None when there was no leaf."""
 
     def apply(self, pending: _Pending) -> None:
         """Back a batch's evaluations up its trees."""
@@ -210,9 +219,9 @@ class _ReferenceBatches:
     def __init__(self, evaluator: Evaluates) -> None:
         self.evaluator = evaluator
 
-    def gather(self, tasks: list[SearchTask]) -> tuple[list[SearchTask], _Pending | None]:
+    def gather(self, group: _Group) -> _Pending | None:
         inputs, leaves, alive = [], [], []
-        for task in tasks:
+        for task in group.tasks:
             tree = task.tree
             retired = False
             while tree.finished:
@@ -226,9 +235,10 @@ class _ReferenceBatches:
             for node in tree.gather():
                 inputs.append(node.inp)
                 leaves.append((tree, node))
+        group.tasks = alive
         if not inputs:
-            return alive, None
-        return alive, _Pending(self.evaluator.submit(inputs), leaves, len(inputs))
+            return None
+        return _Pending(self.evaluator.submit(inputs), leaves, len(inputs))
 
     def apply(self, pending: _Pending) -> None:
         for (tree, node), evaluation in zip(pending.targets, pending.handle.result()):  # type: ignore[attr-defined]
@@ -243,10 +253,13 @@ class _NativeBatches:
         self.rows = rows_for(evaluator)
         self._free: list[_native.LeafBatch] = []
 
-    def gather(self, tasks: list[SearchTask]) -> tuple[list[SearchTask], _Pending | None]:
-        cores = [task.tree.core for task in tasks]
+    def gather(self, group: _Group) -> _Pending | None:
+        tasks, cores = group.tasks, group.cores
+        if cores is None:
+            cores = [task.tree.core for task in tasks]
         done = _native.finished_trees(cores)
         while done:  # play the moves, start the next searches, retire finished games
+            cores = list(cores)  # a batch in flight keeps the list it was gathered with
             retired = set()
             for i in done:
                 if tasks[i].on_search_done():
@@ -257,12 +270,13 @@ class _NativeBatches:
                 tasks = [t for i, t in enumerate(tasks) if i not in retired]
                 cores = [c for i, c in enumerate(cores) if i not in retired]
             done = _native.finished_trees(cores)
+        group.tasks, group.cores = tasks, cores
         batch = self._free.pop() if self._free else _native.LeafBatch()
         batch.clear()
         if not _native.gather_trees(cores, batch, self.rows.cache):
             self._free.append(batch)
-            return tasks, None
-        return tasks, _Pending(self.rows.submit(batch), (cores, batch), batch.leaves)
+            return None
+        return _Pending(self.rows.submit(batch), (cores, batch), batch.leaves)
 
     def apply(self, pending: _Pending) -> None:
         cores, batch = pending.targets  # type: ignore[misc]

@@ -26,7 +26,7 @@ from frugalzero.chess.native import native_history
 from frugalzero.chess.rules import MATE
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.draws import contempt_seed
-from frugalzero.search.puct import choose_by_visits, legal_softmax
+from frugalzero.search.puct import choose_by_visits, dirichlet_noise, legal_softmax
 from frugalzero.search.tree import follow_game
 from frugalzero.search.types import Evaluates, RootLine, SearchResult, SearchTarget
 
@@ -174,7 +174,7 @@ class NativeTree:
                     if cfg.gumbel_noise:
                         noise = self.rng.gumbel(size=n)
                 elif cfg.root_noise and n > 1:
-                    noise = self.rng.dirichlet(np.full(n, cfg.dirichlet_alpha))
+                    noise = dirichlet_noise(self.rng, n, cfg.dirichlet_alpha)
         self._noise = noise
         core.start(target, [raw_of(m) for m in moves] if moves else [], noise)
 
@@ -237,7 +237,7 @@ class NativeTree:
         slot, lead = self.core.leader()
         if slot < 0:
             return None, 0.0
-        return move_of(int(self.core.root_moves()[slot])), lead
+        return move_of(self.core.root_move(slot)), lead
 
     def choose_move(
         self, ply: int | None = None, temperature: float | None = None
@@ -253,7 +253,7 @@ class NativeTree:
             slot = core.best_slot()
         else:
             slot = choose_by_visits(core.choice_visits(), tau, self.rng)
-        return None if slot < 0 else move_of(int(core.root_moves()[slot]))
+        return None if slot < 0 else move_of(core.root_move(slot))
 
     @property
     def root(self) -> NodeView:
@@ -336,10 +336,7 @@ class NetworkRows:
     def submit(self, batch: _native.LeafBatch):
         if batch.rows == 0:
             return None
-        width = batch.width
-        return self.evaluator.submit_rows(
-            batch.frames(), batch.meta(), batch.indices(width), batch.counts()
-        )
+        return self.evaluator.submit_leaves(batch)
 
     def apply(self, handle, trees: list[_native.Tree], batch: _native.LeafBatch) -> None:
         if handle is None:
@@ -392,7 +389,7 @@ class EvaluationRows:
 
 def rows_for(evaluator: Evaluates) -> NetworkRows | EvaluationRows:
     """How the driver evaluates native batches with ``evaluator``."""
-    if hasattr(evaluator, "submit_rows"):
+    if hasattr(evaluator, "submit_leaves"):
         return NetworkRows(evaluator)
     return EvaluationRows(evaluator)
 

@@ -105,7 +105,9 @@ class SelfPlayGame:
         threshold = cfg.resign_threshold
         if threshold <= -1.0:
             return False
-        best = np.nanmax(q) if np.isfinite(q).any() else value
+        best = np.fmax.reduce(q, initial=-np.inf)  # NaN (unvisited moves) ignored
+        if best == -np.inf:  # no visited move
+            best = value
         if value < threshold and best < threshold:
             self.low[turn] += 1
         else:
