@@ -170,16 +170,24 @@ def test_restricted_roots_and_multipv_agree() -> None:
         assert trees["native"].leader() == trees["python"].leader()
 
 
-def test_many_trees_in_one_driver_agree() -> None:
-    boards = random_boards(5, seed=12, max_plies=30)
-    config = dataclasses.replace(QUIET, nscl=6, leaves_per_gather=2)
+@pytest.mark.parametrize(
+    "count, groups, leaves, collisions",
+    # the second: more trees a batch than the native gather walks at once (its walkers take
+    # the next tree as one finishes), several leaves a tree, and collisions
+    [(5, 2, 2, 0), (17, 1, 3, 2)],
+)
+def test_many_trees_in_one_driver_agree(
+    count: int, groups: int, leaves: int, collisions: int
+) -> None:
+    boards = random_boards(count, seed=12, max_plies=30)
+    config = dataclasses.replace(QUIET, nscl=6, leaves_per_gather=leaves, collisions=collisions)
     results = {}
     for core in CORES:
         trees = [
             new_tree(b, dataclasses.replace(config, core=core), seed=i)
             for i, b in enumerate(boards)
         ]
-        results[core] = search_many(trees, HashEvaluator(), 120, groups=2)
+        results[core] = search_many(trees, HashEvaluator(), 120, groups=groups)
     for ref, nat in zip(results["python"], results["native"]):
         assert_same_result(ref, nat)
 

@@ -293,20 +293,55 @@ void bind_search(nb::module_& m) {
     }, "trees"_a, "indices of the trees whose search is complete");
 
     m.def("gather_trees", [](const Trees& trees, fz::LeafBatch& batch, fz::EvalCache* cache, int limit) {
-        int total = 0;
+        // WALKERS trees walked at once, a stage each in turn (Tree::gather_begin); the trees
+        // after them fetched ahead in three stages a tree apart (Tree::prefetch_self)
+        constexpr size_t WALKERS = 6;
         const size_t n = trees.size();
-        for (size_t i = 0; i < n && i < 3; ++i) trees[i]->prefetch_self();
-        for (size_t i = 0; i < n && i < 2; ++i) trees[i]->prefetch_root_node();
-        if (n) trees[0]->prefetch_root();
-        for (size_t i = 0; i < n; ++i) {  // Tree::prefetch_self: three stages a tree apart
-            if (i + 3 < n) trees[i + 3]->prefetch_self();
-            if (i + 2 < n) trees[i + 2]->prefetch_root_node();
-            if (i + 1 < n) trees[i + 1]->prefetch_root();
-            total += trees[i]->gather(limit, batch, int(i), cache);
+        int total = 0;
+        size_t next = 0;  // the next tree to begin
+        auto fetch_ahead = [&](size_t i) {
+            if (i + 2 < n) trees[i + 2]->prefetch_self();
+            if (i + 1 < n) trees[i + 1]->prefetch_root_node();
+            if (i < n) trees[i]->prefetch_root();
+        };
+        for (size_t i = 0; i < n && i < 2; ++i) trees[i]->prefetch_self();
+        if (n) trees[0]->prefetch_root_node();
+        auto begin_next = [&]() -> fz::Tree* {  // the next tree with a walk to take, or none
+            while (next < n) {
+                fz::Tree* tree = trees[next];
+                const int index = int(next);
+                next += 1;
+                fetch_ahead(next);
+                if (tree->gather_begin(limit, batch, index, cache)) return tree;
+                total += tree->gather_end();
+            }
+            return nullptr;
+        };
+        fz::Tree* walkers[WALKERS];
+        size_t live = 0;
+        while (live < WALKERS) {
+            fz::Tree* tree = begin_next();
+            if (!tree) break;
+            walkers[live++] = tree;
+        }
+        while (live) {
+            for (size_t w = 0; w < live;) {
+                if (walkers[w]->gather_step()) {
+                    ++w;
+                    continue;
+                }
+                total += walkers[w]->gather_end();
+                fz::Tree* tree = begin_next();
+                if (tree) {
+                    walkers[w++] = tree;
+                } else {
+                    walkers[w] = walkers[--live];
+                }
+            }
         }
         return total;
     }, "trees"_a, "batch"_a, "cache"_a.none() = nb::none(), "limit"_a = 0,
-       "every tree's leaves into ``batch`` (tree i's rows name i), in list order");
+       "every tree's leaves into ``batch`` (tree i's rows name i)");
 
     m.def("apply_batch", [](const Trees& trees, const fz::LeafBatch& batch,
                              nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu> logits,

@@ -193,116 +193,154 @@ void Tree::prefetch_leaf(int node) const {
 }
 
 int Tree::gather(int limit, LeafBatch& batch, int tree_index, EvalCache* cache) {
-    if (limit <= 0) limit = params_.leaves_per_gather;
+    if (gather_begin(limit, batch, tree_index, cache))
+        while (gather_step()) {
+        }
+    return gather_end();
+}
+
+bool Tree::gather_begin(int limit, LeafBatch& batch, int tree_index, EvalCache* cache) {
+    if (gathering_) throw std::logic_error("a tree gathered twice at once");
+    gathering_ = true;
+    walking_ = false;
+    gather_out_ = 0;
+    gather_idle_ = 0;
+    gather_limit_ = limit <= 0 ? params_.leaves_per_gather : limit;
     Node& root = nodes_[size_t(root_)];
     if (root.state != EXPANDED) {
         if (root.state == NEW) {
             root.state = PENDING;
-            in_flight_ += 1;
             write_root_input(batch, tree_index, cache);
-            return 1;
+            gather_out_ = 1;
         }
-        return 0;
+        return false;
     }
     if (!prepared_) prepare_root();
-    int out = 0;
-    const bool restricted = !allowed_.empty();
     gather_batch_ = &batch;
     gather_tree_ = tree_index;
     gather_cache_ = cache;
-    int idle = 0;  // walks that backed up a terminal or proven node (search/tree.py's IDLE_WALKS)
-    while (out < limit && double(started_) < target_ && !nodes_[size_t(root_)].proven) {
-        if (restricted && allowed_all_blocked()) break;
-        bool collision = false;
-        int leaf = descend(collision);
-        if (collision) {
-            if (int(collided_.size()) > params_.collisions) break;
-        } else if (nodes_[size_t(leaf)].state == PENDING) {
-            out += 1;
-        } else if (++idle >= IDLE_WALKS) {
-            break;  // every walk ends in a terminal: hand back control (the caller's clock)
-        }
-    }
-    gather_batch_ = nullptr;
-    for (int leaf : collided_) undo(leaf);
-    collided_.clear();
-    in_flight_ += out;
-    return out;
+    return true;
 }
 
-int Tree::descend(bool& collision) {
-    path_.clear();
-    positions_.clear();
-    positions_.push_back(history_.current());
-    int node = root_;
-    int depth = 0;
-    const double vl = params_.virtual_loss;
-    while (true) {
-        Node* nd = &nodes_[size_t(node)];
-        if (nd->state != EXPANDED || (nd->proven && node != root_)) {
-            if (nd->state == PENDING) {  // gather() takes the virtual visits back later
-                collided_.push_back(node);
-                collision = true;
-                return node;
-            }
-            started_ += 1;
-            double value = nd->state == TERMINAL ? nd->value : double(nd->proven);
-            backup(node, value);
-            return node;
-        }
-        int slot;
-        if ((depth & 1) && double(nd->n) > params_.nscl && frozen_ready(node)) {
-            slot = sample_frozen(node);
-        } else if (params_.gumbel) {
-            if (node == root_) {
-                slot = gumbel_select();
-            } else {
-                std::vector<double> policy = improved_policy(node);
-                const Edge* E = edges_of(node);
-                const Link* L = links_of(node);
-                double total = 0.0;
-                {
-                    std::vector<double> visits(nd->count);
-                    for (int s = 0; s < nd->count; ++s) visits[size_t(s)] = double(E[s].N);
-                    total = pairwise_sum(visits.data(), visits.size());
-                }
-                std::vector<double> scores(nd->count);
-                for (int s = 0; s < nd->count; ++s) {
-                    scores[size_t(s)] = policy[size_t(s)] - double(E[s].N) / (1.0 + total);
-                    if (nd->has_block && L[s].blocked) scores[size_t(s)] += NEG_INF;
-                }
-                slot = argmax(scores);
-            }
-        } else {
-            int n = nd->n;
-            double parent_q = nd->w / double(n);
-            double fpu = params_.fpu_absolute
-                             ? params_.fpu_value
-                             : parent_q - params_.fpu_value * std::sqrt(std::max(nd->visited_p, 0.0));
-            slot = puct_slot(node, exploration(n, params_.c_init, params_.c_base), fpu);
-        }
-        // virtual visit: counts at once, the value when the evaluation comes back
-        Edge& e = edges_of(node)[slot];
-        if (e.child >= 0) __builtin_prefetch(&nodes_[size_t(e.child)]);  // while the move is made
-        if (e.N == 0) nd->visited_p += selection_prior(node, slot);
-        e.N += 1;
-        e.W = e.W - vl;
-        nd->n += 1;
-        path_.push_back(node);
-        depth += 1;
-        positions_.push_back(positions_.back());
-        positions_.back().play(Move(e.move));
-        int child = e.child;
-        if (child < 0) {
-            child = make_child(node, slot, depth);
-            edges_of(node)[slot].child = child;
-            if (depth > max_depth_) max_depth_ = depth;
-            started_ += 1;
-            if (nodes_[size_t(child)].state == TERMINAL) backup(child, nodes_[size_t(child)].value);
-            return child;
-        }
-        node = child;
+bool Tree::gather_step() {
+    if (!walking_) {  // the next walk, if this gather takes one
+        if (!(gather_out_ < gather_limit_ && double(started_) < target_ &&
+              !nodes_[size_t(root_)].proven))
+            return false;
+        if (!allowed_.empty() && allowed_all_blocked()) return false;
+        walking_ = true;
+        walk_collision_ = false;
+        walk_arrived_ = true;  // the root's node and moves are fetched already (gather_trees)
+        walk_node_ = root_;
+        walk_depth_ = 0;
+        path_.clear();
+        positions_.clear();
+        positions_.push_back(history_.current());
     }
+    int leaf = -1;
+    if (!walk_step(leaf)) return true;  // another stage of this walk
+    walking_ = false;
+    if (walk_collision_) {
+        if (int(collided_.size()) > params_.collisions) return false;
+    } else if (nodes_[size_t(leaf)].state == PENDING) {
+        gather_out_ += 1;
+    } else if (++gather_idle_ >= IDLE_WALKS) {
+        return false;  // every walk ends in a terminal: hand back control (the caller's clock)
+    }
+    return true;
+}
+
+int Tree::gather_end() {
+    gather_batch_ = nullptr;
+    gathering_ = false;
+    walking_ = false;
+    for (int leaf : collided_) undo(leaf);
+    collided_.clear();
+    in_flight_ += gather_out_;
+    return gather_out_;
+}
+
+bool Tree::walk_step(int& leaf) {
+    const int node = walk_node_;
+    Node* nd = &nodes_[size_t(node)];
+    if (!walk_arrived_) {  // the node's line has come (it was fetched a stage ago): fetch its
+        walk_arrived_ = true;  // moves for the next stage
+        if (nd->state == EXPANDED && nd->edges >= 0) {
+            const char* first = reinterpret_cast<const char*>(&edges_[size_t(nd->edges)]);
+            const char* last = first + sizeof(Edge) * nd->count;
+            for (const char* p = first; p < last; p += 64) __builtin_prefetch(p);
+            return false;
+        }
+    }
+    const int depth = walk_depth_;
+    if (nd->state != EXPANDED || (nd->proven && node != root_)) {
+        leaf = node;
+        if (nd->state == PENDING) {  // gather() takes the virtual visits back later
+            collided_.push_back(node);
+            walk_collision_ = true;
+            return true;
+        }
+        started_ += 1;
+        double value = nd->state == TERMINAL ? nd->value : double(nd->proven);
+        backup(node, value);
+        return true;
+    }
+    int slot;
+    if ((depth & 1) && double(nd->n) > params_.nscl && frozen_ready(node)) {
+        slot = sample_frozen(node);
+    } else if (params_.gumbel) {
+        if (node == root_) {
+            slot = gumbel_select();
+        } else {
+            std::vector<double> policy = improved_policy(node);
+            const Edge* E = edges_of(node);
+            const Link* L = links_of(node);
+            double total = 0.0;
+            {
+                std::vector<double> visits(nd->count);
+                for (int s = 0; s < nd->count; ++s) visits[size_t(s)] = double(E[s].N);
+                total = pairwise_sum(visits.data(), visits.size());
+            }
+            std::vector<double> scores(nd->count);
+            for (int s = 0; s < nd->count; ++s) {
+                scores[size_t(s)] = policy[size_t(s)] - double(E[s].N) / (1.0 + total);
+                if (nd->has_block && L[s].blocked) scores[size_t(s)] += NEG_INF;
+            }
+            slot = argmax(scores);
+        }
+    } else {
+        int n = nd->n;
+        double parent_q = nd->w / double(n);
+        double fpu = params_.fpu_absolute
+                         ? params_.fpu_value
+                         : parent_q - params_.fpu_value * std::sqrt(std::max(nd->visited_p, 0.0));
+        slot = puct_slot(node, exploration(n, params_.c_init, params_.c_base), fpu);
+    }
+    // virtual visit: counts at once, the value when the evaluation comes back
+    const double vl = params_.virtual_loss;
+    Edge& e = edges_of(node)[slot];
+    if (e.child >= 0) __builtin_prefetch(&nodes_[size_t(e.child)]);  // for the next stage
+    if (e.N == 0) nd->visited_p += selection_prior(node, slot);
+    e.N += 1;
+    e.W = e.W - vl;
+    nd->n += 1;
+    path_.push_back(node);
+    walk_depth_ = depth + 1;
+    positions_.push_back(positions_.back());
+    positions_.back().play(Move(e.move));
+    int child = e.child;
+    if (child < 0) {
+        child = make_child(node, slot, depth + 1);
+        edges_of(node)[slot].child = child;
+        if (depth + 1 > max_depth_) max_depth_ = depth + 1;
+        started_ += 1;
+        if (nodes_[size_t(child)].state == TERMINAL) backup(child, nodes_[size_t(child)].value);
+        leaf = child;
+        return true;
+    }
+    walk_node_ = child;
+    walk_arrived_ = false;
+    return false;
 }
 
 int Tree::make_child(int parent, int slot, int depth) {
@@ -317,6 +355,25 @@ int Tree::make_child(int parent, int slot, int depth) {
         for (int distance = 2; distance <= last; distance += 2)
             if (nodes_[size_t(path_[path_.size() - size_t(distance)])].key == key) reps += 1;
     }
+    // the leaf's history: itself, then its ancestors (parent first), then the game's
+    int64_t meta[META_FIELDS];
+    pos.meta(meta);
+    uint64_t keys[HISTORY] = {};
+    int step_reps[HISTORY] = {};
+    keys[0] = key;
+    step_reps[0] = reps;
+    const int ancestors = std::min(HISTORY - 1, depth);
+    for (int i = 1; i <= ancestors; ++i) {
+        const size_t at = size_t(depth - i);
+        keys[i] = positions_[at].key;
+        step_reps[i] = nodes_[size_t(path_[at])].reps;
+    }
+    for (int i = ancestors + 1, f = 0; i < HISTORY && f < int(pre_root_keys_.size()); ++i, ++f) {
+        keys[i] = pre_root_keys_[size_t(f)];
+        step_reps[i] = pre_root_reps_[size_t(f)];
+    }
+    const InputKey input = input_key(keys, step_reps, meta);
+    if (gather_cache_) gather_cache_->prefetch(input);  // fetched while the moves are listed
     Move moves[MAX_MOVES];
     Status status = leaf_status(pos, reps, params_.draw_repetitions, params_.fifty_move_draw, moves);
     const int id = int(nodes_.size());
@@ -338,24 +395,6 @@ int Tree::make_child(int parent, int slot, int depth) {
     int16_t indices[MAX_MOVES];
     const Link* links = &links_[size_t(node.edges)];
     for (int i = 0; i < status.count; ++i) indices[i] = int16_t(links[i].index);
-    // the leaf's history: itself, then its ancestors (parent first), then the game's
-    int64_t meta[META_FIELDS];
-    pos.meta(meta);
-    uint64_t keys[HISTORY] = {};
-    int step_reps[HISTORY] = {};
-    keys[0] = key;
-    step_reps[0] = reps;
-    const int ancestors = std::min(HISTORY - 1, depth);
-    for (int i = 1; i <= ancestors; ++i) {
-        const size_t at = size_t(depth - i);
-        keys[i] = positions_[at].key;
-        step_reps[i] = nodes_[size_t(path_[at])].reps;
-    }
-    for (int i = ancestors + 1, f = 0; i < HISTORY && f < int(pre_root_keys_.size()); ++i, ++f) {
-        keys[i] = pre_root_keys_[size_t(f)];
-        step_reps[i] = pre_root_reps_[size_t(f)];
-    }
-    const InputKey input = input_key(keys, step_reps, meta);
     if (gather_batch_->add_cached(gather_tree_, id, status.count, input, gather_cache_)) return id;
     uint64_t frames[HISTORY * FRAME_WORDS] = {};
     pos.frame(frames, reps);

@@ -147,6 +147,13 @@ public:
     // Walk to at most ``limit`` (0: leaves_per_gather) leaves needing the network, writing
     // them to ``batch`` as rows of tree ``tree_index``; returns how many.
     int gather(int limit, LeafBatch& batch, int tree_index, EvalCache* cache);
+    // The same in stages, for gather_trees to walk several trees at once: a walk stops at each
+    // node it reaches, once when the node's cache line is fetched and once when its moves
+    // are, and the other trees' walks go on meanwhile, so the trees' memory latencies overlap
+    // instead of adding up. gather() is begin, steps until one returns false, end.
+    bool gather_begin(int limit, LeafBatch& batch, int tree_index, EvalCache* cache);
+    bool gather_step();
+    int gather_end();
     // Start fetching what a later walk reads first into the CPU's cache, while other trees are
     // walked (hundreds of trees do not fit in it), in three stages a tree apart, since each
     // stage reads what the one before fetched: the tree object, its root node, the root's
@@ -204,7 +211,7 @@ public:
 
 private:
     // walking
-    int descend(bool& collision);
+    bool walk_step(int& leaf);  // one stage of the walk; true when it ended (at ``leaf``)
     int make_child(int parent, int slot, int depth);
     void backup(int node, double value);
     void undo(int leaf);
@@ -291,6 +298,9 @@ private:
     LeafBatch* gather_batch_ = nullptr;
     int gather_tree_ = 0;
     EvalCache* gather_cache_ = nullptr;
+    int gather_out_ = 0, gather_idle_ = 0, gather_limit_ = 1;  // leaves, idle walks, limit
+    int walk_node_ = 0, walk_depth_ = 0;  // where the walk in progress is
+    bool gathering_ = false, walking_ = false, walk_arrived_ = true, walk_collision_ = false;
 
     History history_;  // last: prefetch_self() fetches the members before it, the walk's
 };
