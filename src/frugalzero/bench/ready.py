@@ -24,18 +24,28 @@ from frugalzero.search.types import Evaluation
 
 
 class _Answered:
-    def __init__(self, out) -> None:
+    def __init__(self, out, owner: ReadyNet) -> None:
         self._out = out
+        self._owner = owner
 
     def result(self):
+        owner = self._owner
+        if owner.pause_s > 0:  # a network that takes this long (the CPU the wait costs is kept)
+            start = time.thread_time()
+            time.sleep(owner.pause_s)
+            owner.spent_s += time.thread_time() - start
         return self._out
 
 
 class ReadyNet:
     """An evaluator with both ways in (``submit`` for the reference core, ``submit_leaves`` for
-    the native one) that never waits; ``spent_s`` is this thread's CPU spent answering."""
+    the native one) that never waits; ``spent_s`` is this thread's CPU spent answering.
+    ``pause_s`` > 0 makes every answer take that long instead (asleep), to show what the wait
+    itself does to the search's CPU (``bench selfplay --ready-pause``)."""
 
-    def __init__(self, net, evaluator_config, cache_size: int, positions: int = 512) -> None:
+    def __init__(
+        self, net, evaluator_config, cache_size: int, positions: int = 512, pause_s: float = 0.0
+    ) -> None:
         from frugalzero import _native
         from frugalzero.chess.history import net_input_from_board
         from frugalzero.chess.positions import random_boards
@@ -53,6 +63,7 @@ class ReadyNet:
         self.wdl = None if wdl is None else np.ascontiguousarray(wdl, dtype=np.float32)
         self.native_cache = _native.EvalCache(cache_size) if cache_size > 0 else None
         self.spent_s = 0.0
+        self.pause_s = pause_s
         self._next = 0
 
     def _rows(self, n: int) -> np.ndarray:
@@ -68,7 +79,7 @@ class ReadyNet:
         logits = self.logits[rows[:, None], batch.indices(width).astype(np.int64)]
         logits[np.arange(width)[None, :] >= counts[:, None]] = -np.inf
         wdl = None if self.wdl is None else self.wdl[rows]
-        out = _Answered((logits, self.values[rows], wdl))
+        out = _Answered((logits, self.values[rows], wdl), self)
         self.spent_s += time.thread_time() - start
         return out
 
@@ -80,6 +91,6 @@ class ReadyNet:
             priors = np.exp(z - z.max()) if len(z) else z
             wdl = None if self.wdl is None else self.wdl[row]
             evaluations.append(Evaluation(priors / priors.sum(), float(self.values[row]), wdl))
-        out = _Answered(evaluations)
+        out = _Answered(evaluations, self)
         self.spent_s += time.thread_time() - start
         return out

@@ -14,7 +14,8 @@ size with two in flight. Per core:
   (``bench.ready``: the net's outputs taken beforehand, the answering left out), in rounds of
   their own: the search's own cost, which bounds self-play where nothing waits (a GPU). On a
   shared machine the first is up to twice the second: trees that wait ~10 ms for their
-  network are out of the CPU's caches by their next walk;
+  network are out of the CPU's caches by their next walk (``--ready-pause 10`` makes the ready
+  answers take that long, the sleep's own CPU left out, and shows it);
 * ``simulations_per_s_answers_ready``: simulations per second in those rounds;
 * ``server_overhead_us_per_position``: the inference process's time per position outside the
   network's forward pass (planes, the logits' gather and softmax, shared memory);
@@ -61,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=0, help="0 = the evaluator's default")
     parser.add_argument("--profile", help="write a cProfile of the self-play rounds here")
     parser.add_argument(
+        "--ready-pause",
+        type=float,
+        default=0.0,
+        help="milliseconds each ready answer takes (asleep): what a wait as long as a forward "
+        "pass does to the search's own CPU",
+    )
+    parser.add_argument(
         "--workers",
         help="comma-separated worker counts (e.g. 1,2): worker processes on one shared "
         "inference process, measured in alternating rounds",
@@ -93,7 +101,9 @@ class _Core:
     """One search core's self-play, its own evaluator (caches) on the same network; with
     ``ready``, on that network's answers given at once (``bench.ready.ReadyNet``) instead."""
 
-    def __init__(self, core: str, net, config, evaluator_config, ready: bool = False) -> None:
+    def __init__(
+        self, core: str, net, config, evaluator_config, ready: bool = False, pause_s: float = 0.0
+    ) -> None:
         from frugalzero.bench.ready import ReadyNet
         from frugalzero.nn.evaluator import Evaluator
         from frugalzero.selfplay.play import SelfPlayLoop
@@ -101,7 +111,9 @@ class _Core:
         self.core = core
         config = replace(config, search=replace(config.search, core=core))
         if ready:
-            self.evaluator = ReadyNet(net, evaluator_config, evaluator_config.cache_size)
+            self.evaluator = ReadyNet(
+                net, evaluator_config, evaluator_config.cache_size, pause_s=pause_s
+            )
         else:
             self.evaluator = Evaluator(net, evaluator_config)
         self.loop = SelfPlayLoop(self.evaluator, _starts(0), config, lambda _: None, "bench")
@@ -166,8 +178,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cores = _cores(args.core)
     net, config, evaluator_config, stream, batch = _setup(args)
     runs = [_Core(core, net, config, evaluator_config) for core in cores]
-    ready = [_Core(core, net, config, evaluator_config, ready=True) for core in cores]
-    ready_seconds = min(1.0, args.seconds)
+    pause = args.ready_pause / 1000
+    ready = [_Core(core, net, config, evaluator_config, True, pause) for core in cores]
+    ready_seconds = min(1.0, args.seconds) if pause <= 0 else args.seconds
     try:
         first = runs[0].evaluator
         threads = first.threads
@@ -219,6 +232,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             },
             "rounds": args.rounds,
             "seconds_per_round": args.seconds,
+            "ready_pause_ms": args.ready_pause,
         }
         if len(runs) > 1:
             a, b = runs[0], runs[1]
