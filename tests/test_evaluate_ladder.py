@@ -291,6 +291,65 @@ def test_ladder_command_prints_one_json_object(tmp_path, capsys):
     assert "no calibration state.json" in capsys.readouterr().err
 
 
+def test_a_rung_added_to_a_table_keeps_the_others_and_lists_its_games(tmp_path, capsys):
+    from frugalzero.cli import main
+
+    table = {
+        "date": "test",
+        "command": "by hand",
+        "adjudication": {"resign_score": 0, "max_plies": 200},
+        "rungs": [
+            {"name": "random", "elo": 0.0, "sigma": 30.0, "games": 10},
+            {"name": "stockfish?depth=1&elo=1350", "elo": 1500.0, "sigma": 10.0, "games": 10},
+            {"name": "stockfish?nodes=1", "elo": 1700.0, "sigma": 0.0, "games": 10},
+        ],
+    }
+    path, extended = tmp_path / "table.json", tmp_path / "extended.json"
+    path.write_text(json.dumps(table))
+    engine = "stockfish?depth=1&elo=1500"
+    args = ["ladder", engine, "--table", str(path), "--games-per-rung", "4", "--neighbours", "2"]
+    pgn = tmp_path / "rung.pgn"
+    assert main([*args, "--pgn", str(pgn), "--add-rung", str(extended), "--json"]) == 0
+    rated = json.loads(capsys.readouterr().out)
+    assert rated["added_to"] == str(extended)
+    data = json.loads(extended.read_text())
+    # the calibrated rungs are untouched, the new one sits in Elo order with its rating
+    assert [r for r in data["rungs"] if r["name"] != engine] == table["rungs"]
+    elos = [r["elo"] for r in data["rungs"]]
+    assert elos == sorted(elos) and data["added"] == [engine]
+    rung = next(r for r in data["rungs"] if r["name"] == engine)
+    assert rung["elo"] == rated["elo"] and rung["games"] == rated["games"]
+    assert rung["ci95"][0] < rung["elo"] < rung["ci95"][1] and rung["sigma"] > 0
+    against = rung["added"]["against"]
+    assert {k: v["games"] for k, v in against.items()} == {
+        k: v["games"] for k, v in rated["rungs"].items()
+    }
+    assert sum(v["games"] for v in against.values()) == pgn.read_text().count("[Event ")
+    # the ladder lists it with its games, and rates on it
+    assert main(["ladder", "--table", str(extended), "--list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["rungs"][engine]["added"]["against"] == against
+    assert "added" not in listed["rungs"]["random"]
+    assert main(["ladder", "--table", str(extended), "--list"]) == 0
+    assert "added:" in capsys.readouterr().out
+    # a rung cannot be added twice
+    assert (
+        main(
+            [
+                *args[:2],
+                "--table",
+                str(extended),
+                "--games-per-rung",
+                "2",
+                "--add-rung",
+                str(tmp_path / "again.json"),
+            ]
+        )
+        == 2
+    )
+    assert "is a rung already" in capsys.readouterr().err
+
+
 def test_a_net_under_a_clock_is_rated_and_re_rated_from_its_pgn(tmp_path, capsys):
     from frugalzero.cli import main
     from frugalzero.evaluate.pgn import pgn_text_games

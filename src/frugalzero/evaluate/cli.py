@@ -103,6 +103,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --calibrate: remake the table from the games in --state, play none",
     )
     ladder.add_argument(
+        "--add-rung",
+        metavar="TABLE",
+        help="after rating ENGINE, write the table with it as a new rung to TABLE (the other "
+        "rungs held at their ratings; its games against each rung go with it)",
+    )
+    ladder.add_argument(
         "--resume",
         action="store_true",
         help="count the engine's games already in --pgn and play only those still missing "
@@ -298,13 +304,42 @@ def _ladder(args: argparse.Namespace) -> int:
     return _climb(args, table)
 
 
-LIST_META = ("date", "command", "games", "partial", "unmeasured")
+LIST_META = ("date", "command", "games", "partial", "unmeasured", "added")
 
 
 def _list_rungs(table, as_json: bool) -> int:
+    from frugalzero.gamestats import Z95
     from frugalzero.output import emit
 
-    out = {r.name: {"elo": r.elo, "sigma": r.sigma, "games": r.games} for r in table.rungs}
+    out: dict = {}
+    for r in table.rungs:
+        out[r.name] = {"elo": r.elo, "sigma": r.sigma, "games": r.games}
+        added = table.added.get(r.name)
+        if added:  # rated on the calibrated rungs afterwards: against whom, how
+            out[r.name]["added"] = added
+    if not as_json:
+        from rich.console import Console
+        from rich.table import Table
+
+        view = Table(title="ladder rungs (Elo, 95% half-width, games)")
+        for column in ("rung", "Elo", "±", "games", "rated"):
+            view.add_column(
+                column, overflow="fold", justify="left" if column == "rung" else "right"
+            )
+        for name, row in out.items():
+            added = row.get("added")
+            how = "calibration"
+            if added:
+                how = "added: " + ", ".join(
+                    f"{g['games']} vs {rung} ({100 * g['score']:.0f}%)"
+                    for rung, g in added["against"].items()
+                )
+            view.add_row(
+                name, f"{row['elo']:.0f}", f"{Z95 * row['sigma']:.0f}", str(row["games"]), how
+            )
+        Console(file=sys.stdout).print(view)
+        emit({k: table.meta[k] for k in LIST_META if k in table.meta}, False)
+        return 0
     emit(
         {"rungs": out, **{k: table.meta[k] for k in LIST_META if k in table.meta}},
         as_json,
@@ -352,12 +387,32 @@ def _climb(args: argparse.Namespace, table) -> int:
 
     result = run_ladder(args.engine, rungs, config, match, play=play, on_step=step, resumed=resumed)
     summary = result.summary()
+    if args.add_rung:
+        _add_rung(args, result, match.pgn)
+        summary["added_to"] = args.add_rung
     if args.json:
         emit(summary, True)
         return 0
     _rung_table(summary["rungs"])
     emit({k: v for k, v in summary.items() if k != "rungs"}, False, title=result.engine)
     return 0
+
+
+def _add_rung(args: argparse.Namespace, result, pgn: str | None) -> None:
+    import json
+
+    from frugalzero.evaluate.ladder import table_path, with_rung
+    from frugalzero.output import to_json
+    from frugalzero.runtime.files import atomic_write_text
+
+    source = Path(args.table) if args.table else table_path()
+    data = json.loads(source.read_text(encoding="utf-8"))
+    command = (
+        f"frugalzero ladder '{args.engine}' --games-per-rung {args.games_per_rung} "
+        f"--neighbours {args.neighbours} --add-rung TABLE"
+    )
+    table = with_rung(data, result, command, pgn)
+    atomic_write_text(Path(args.add_rung), to_json(table, indent=1) + "\n")
 
 
 def _rung_table(rungs: dict) -> None:

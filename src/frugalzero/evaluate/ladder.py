@@ -49,6 +49,8 @@ class Rung:
 class LadderTable:
     rungs: list[Rung]
     meta: dict = field(default_factory=dict)
+    added: dict[str, dict] = field(default_factory=dict)
+    """Rungs added after the calibration (``ladder --add-rung``): how, and their games."""
 
     def by_name(self) -> dict[str, Rung]:
         return {r.name: r for r in self.rungs}
@@ -76,7 +78,8 @@ def load_table(path: str | Path | None = None) -> LadderTable:
     if not rungs:
         raise UserError(f"{path}: ladder table has no rungs")
     meta = {k: v for k, v in data.items() if k != "rungs"}
-    return LadderTable(sorted(rungs, key=lambda r: r.elo), meta)
+    added = {r["name"]: r["added"] for r in data["rungs"] if isinstance(r.get("added"), dict)}
+    return LadderTable(sorted(rungs, key=lambda r: r.elo), meta, added)
 
 
 def select_rungs(table: LadderTable, names: list[str] | None) -> list[Rung]:
@@ -263,6 +266,44 @@ def run_ladder(
     elif bound == "below":
         lo = -math.inf
     return LadderResult(spec.name, tallies, by_name, elo, (lo, hi), sg, sr, bound)
+
+
+def with_rung(data: dict, result: LadderResult, command: str, pgn: str | None) -> dict:
+    """The table ``data`` (a ladder.json as read) with the rated engine added as a rung: its
+    rating and interval from ``result`` (the other rungs held at theirs, so no rating already
+    made on the table moves), its games against each rung, how they were played. Extending a
+    ladder this way keeps its calibration; a new ``--calibrate`` would re-rate every rung."""
+    if result.bound:
+        raise UserError(
+            f"ladder --add-rung: {result.engine} won or lost every game; a rung needs a "
+            "finite rating (give it rungs on both sides)"
+        )
+    if any(r["name"] == result.engine for r in data["rungs"]):
+        raise UserError(f"ladder --add-rung: {result.engine} is a rung already")
+    totals = result.totals()
+    sigma = math.hypot(result.sigma_games, result.sigma_rungs)
+    rung = {
+        "name": result.engine,
+        "elo": round(result.elo, 1),
+        "sigma": round(sigma, 1),
+        "ci95": [round(result.ci95[0], 1), round(result.ci95[1], 1)],
+        "games": totals.games,
+        "score": round(totals.score, 4),
+        "added": {
+            "command": command,
+            "pgn": pgn,
+            "against": {
+                name: {"games": t.games, "score": round(t.score, 4)}
+                for name, t in sorted(
+                    result.tallies.items(), key=lambda kv: result.rungs[kv[0]].elo
+                )
+            },
+        },
+    }
+    out = copy.deepcopy(data)
+    out["rungs"] = sorted([*out["rungs"], rung], key=lambda r: r["elo"])
+    out.setdefault("added", []).append(result.engine)
+    return out
 
 
 def resumed_tallies(
