@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from pathlib import Path
 
 import pytest
 
@@ -180,8 +181,21 @@ def test_shipped_table_is_calibrated_from_random_to_stockfish():
     assert elos[ANCHOR[0]] == ANCHOR[1] and table.by_name()[ANCHOR[0]].sigma == 0
     # the issue's measurement: Stockfish 15.1 at UCI_Elo 1350 rates about 2190 on this scale
     assert abs(elos["stockfish?elo=1350&nodes=20000"] - 2190) < 150
-    # every rung of the calibration is in the table, or listed as not measured yet
-    assert set(parse_spec(n).name for n in RUNGS) == set(names) | set(table.meta["unmeasured"])
+    # every rung of the calibration is in the table, or listed as not measured yet; the others
+    # were added afterwards, rated on the calibrated rungs (ladder --add-rung)
+    calibrated = set(names) - set(table.added)
+    assert set(parse_spec(n).name for n in RUNGS) == calibrated | set(table.meta["unmeasured"])
+    assert set(table.meta.get("added", [])) == set(table.added)
+    root = Path(__file__).resolve().parents[1]
+    for name, added in table.added.items():  # their games are kept, and are the rung's games
+        pgn = root / added["pgn"]
+        rung = table.by_name()[name]
+        assert pgn.read_text().count("[Event ") == rung.games
+        assert sum(g["games"] for g in added["against"].values()) == rung.games
+    # a 3000 net has rungs on both sides (issue 46)
+    assert any(2900 < e < 3000 for e in elos.values()) and any(
+        3000 < e < 3150 for e in elos.values()
+    )
     assert len(table.meta["unmeasured"]) <= 2
     gaps = [b.elo - a.elo for a, b in zip(table.rungs, table.rungs[1:])]
     assert max(gaps) < 350
