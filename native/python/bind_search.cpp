@@ -319,25 +319,30 @@ void bind_search(nb::module_& m) {
         };
         fz::Tree* walkers[WALKERS];
         size_t live = 0;
-        while (live < WALKERS) {
-            fz::Tree* tree = begin_next();
-            if (!tree) break;
-            walkers[live++] = tree;
-        }
-        while (live) {
-            for (size_t w = 0; w < live;) {
-                if (walkers[w]->gather_step()) {
-                    ++w;
-                    continue;
-                }
-                total += walkers[w]->gather_end();
+        try {
+            while (live < WALKERS) {
                 fz::Tree* tree = begin_next();
-                if (tree) {
-                    walkers[w++] = tree;
-                } else {
-                    walkers[w] = walkers[--live];
+                if (!tree) break;
+                walkers[live++] = tree;
+            }
+            while (live) {
+                for (size_t w = 0; w < live;) {
+                    if (walkers[w]->gather_step()) {
+                        ++w;
+                        continue;
+                    }
+                    total += walkers[w]->gather_end();
+                    fz::Tree* tree = begin_next();
+                    if (tree) {
+                        walkers[w++] = tree;
+                    } else {
+                        walkers[w] = walkers[--live];
+                    }
                 }
             }
+        } catch (...) {  // the walkers' trees left consistent: collisions undone, leaves counted
+            for (size_t w = 0; w < live; ++w) walkers[w]->gather_end();
+            throw;
         }
         return total;
     }, "trees"_a, "batch"_a, "cache"_a.none() = nb::none(), "limit"_a = 0,

@@ -193,9 +193,14 @@ void Tree::prefetch_leaf(int node) const {
 }
 
 int Tree::gather(int limit, LeafBatch& batch, int tree_index, EvalCache* cache) {
-    if (gather_begin(limit, batch, tree_index, cache))
+    if (!gather_begin(limit, batch, tree_index, cache)) return gather_end();
+    try {
         while (gather_step()) {
         }
+    } catch (...) {  // the tree left consistent: collisions undone, leaves counted
+        gather_end();
+        throw;
+    }
     return gather_end();
 }
 
