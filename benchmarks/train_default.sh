@@ -18,6 +18,8 @@
 # The recipe's knobs are environment variables:
 #   GAMES=22000   Stockfish games, made in parts of PART=2000 (part i has seed SEED+i, SEED=2026)
 #   MULTIPV=1     Stockfish lines per position (>1: a soft policy target over them)
+#   OPENINGS=     an opening book (EPD or PGN, e.g. ../shared/openings/8moves_v3.pgn) instead of
+#                 8 random plies from the start; BOOK_PLIES=2 random plies after each line
 #   ARCH=small    the net (small, medium, ...); HEAD=scalar or wdl (its value head)
 #   INIT=         start from this net instead of a fresh ARCH one (a file, or a shipped net's
 #                 name: default, small), so a later session goes on from a shipped net with
@@ -42,6 +44,8 @@ GAMES=${GAMES:-22000}
 PART=${PART:-2000}
 SEED=${SEED:-2026}
 MULTIPV=${MULTIPV:-1}
+OPENINGS=${OPENINGS:-}
+BOOK_PLIES=${BOOK_PLIES:-2}
 ARCH=${ARCH:-small}
 HEAD=${HEAD:-scalar}
 EPOCHS=${EPOCHS:-1.5}
@@ -54,6 +58,10 @@ TRAIN=${TRAIN:-}
 FZ=${FZ:-.venv/bin/frugalzero}  # "python -m frugalzero" where there is no venv
 mkdir -p "$OUT/data"
 
+starts=(--random-plies 8)
+if [ -n "$OPENINGS" ]; then
+    starts=(--openings "$OPENINGS" --book-random-plies "$BOOK_PLIES")
+fi
 parts=$(((GAMES + PART - 1) / PART))
 for ((i = 0; i < parts; i++)); do
     json="$OUT/data/part-$i.json"
@@ -61,7 +69,7 @@ for ((i = 0; i < parts; i++)); do
     games=$((i == parts - 1 ? GAMES - i * PART : PART))
     rm -rf "$OUT/data/part-$i"
     echo "part $((i + 1))/$parts: $games games"
-    $FZ sfgames --games "$games" --nodes 400 --random-plies 8 --seed $((SEED + i)) \
+    $FZ sfgames --games "$games" --nodes 400 "${starts[@]}" --seed $((SEED + i)) \
         --set engine.multipv="$MULTIPV" --out "$OUT/data/part-$i" --json > "$json.tmp"
     mv "$json.tmp" "$json"
 done

@@ -115,3 +115,28 @@ def test_bad_arguments_are_one_line_errors(tmp_path, capsys):
     assert "opening book not found" in capsys.readouterr().err
     assert main(["sfgames", "--games", "1", "--out", str(tmp_path), "--set", "bogus=1"]) == 2
     assert "unknown key 'bogus'" in capsys.readouterr().err
+
+
+def test_random_plies_after_the_book_lines_vary_the_games_and_replay_alike():
+    from frugalzero.chess.positions import Opening
+    from frugalzero.expert.sfgames import SfGamesConfig, game_tasks
+
+    book = [
+        Opening(chess.STARTING_FEN, ("e2e4", "e7e5"), name="book#1"),
+        Opening(chess.STARTING_FEN, ("d2d4", "d7d5"), name="book#2"),
+    ]
+    lines = {o.moves for o in book}
+    plain = list(game_tasks(SfGamesConfig(seed=5), 6, book))
+    assert {t.moves for t in plain} == lines  # the book lines themselves
+    config = SfGamesConfig(seed=5, book_random_plies=3)
+    tasks = list(game_tasks(config, 40, book))
+    for task in tasks:
+        assert task.moves[:2] in lines and len(task.moves) == 5
+        board = chess.Board(task.start_fen)
+        for uci in task.moves:  # every move legal, the game still going
+            assert chess.Move.from_uci(uci) in board.legal_moves
+            board.push_uci(uci)
+        assert not board.is_game_over()
+        assert task.extra["opening"].endswith("+3 random")
+    assert len({t.moves for t in tasks}) > 30  # two book lines, many games
+    assert [t.moves for t in game_tasks(config, 40, book)] == [t.moves for t in tasks]

@@ -29,6 +29,9 @@ class SfGamesConfig:
     """Opening book (EPD or PGN); empty = ``random_plies`` random moves from the start."""
     random_plies: int = 8
     """Uniformly random moves that open each game when there is no book (0 = none)."""
+    book_random_plies: int = 0
+    """Uniformly random moves played after each book line (0 = none): many distinct games from
+    a book of a few thousand lines."""
     max_plies: int = 512
     """Engine moves per game at most; a game cut there has no result."""
     workers: int = 0
@@ -45,6 +48,7 @@ class SfGamesConfig:
     def __post_init__(self) -> None:
         checks = [
             (self.random_plies >= 0, "random_plies must be >= 0"),
+            (self.book_random_plies >= 0, "book_random_plies must be >= 0"),
             (self.max_plies >= 1, "max_plies must be at least 1"),
             (self.pgn_games_per_file >= 1, "pgn_games_per_file must be at least 1"),
         ]
@@ -53,15 +57,23 @@ class SfGamesConfig:
 
 def random_opening(rng: random.Random, plies: int) -> Opening:
     """``plies`` uniformly random legal moves from the start, redrawn if the game ends."""
-    while True:
-        board = chess.Board()
+    return with_random_moves(rng, Opening(chess.STARTING_FEN), plies, f"random {plies} plies")
+
+
+def with_random_moves(rng: random.Random, opening: Opening, plies: int, name: str) -> Opening:
+    """``opening`` and ``plies`` uniformly random legal moves after it, redrawn if the game ends
+    (after 100 draws that all end it, the opening as it is)."""
+    start = opening.board()
+    for _ in range(100):
+        board = start.copy()
         for _ in range(plies):
             board.push(rng.choice(list(board.legal_moves)))
             if game_result(board) is not None:
                 break
         else:
             moves = tuple(m.uci() for m in board.move_stack)
-            return Opening(chess.STARTING_FEN, moves, name=f"random {plies} plies")
+            return Opening(opening.root_fen, moves, name=name)
+    return opening
 
 
 def game_tasks(
@@ -73,7 +85,14 @@ def game_tasks(
     sampler = OpeningSampler(openings, config.seed) if openings else None
     rng = random.Random(config.seed)
     for number in range(games):
-        opening = sampler.next() if sampler else random_opening(rng, config.random_plies)
+        if sampler is None:
+            opening = random_opening(rng, config.random_plies)
+        else:
+            opening = sampler.next()
+            if config.book_random_plies:
+                plies = config.book_random_plies
+                name = f"{opening.name} +{plies} random".strip()
+                opening = with_random_moves(rng, opening, plies, name)
         extra = {"opening": opening.name} if opening.name else {}
         yield PlayoutTask(
             opening.root_fen,
