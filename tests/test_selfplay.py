@@ -309,6 +309,39 @@ def test_bench_selfplay_measures_both_cores_against_the_net() -> None:
         assert figures["ratio"] == pytest.approx(ratio, rel=0.02)
     speedup = cores["native"]["simulations_per_s"] / cores["python"]["simulations_per_s"]
     assert result["native_over_python"] == pytest.approx(speedup, rel=0.02)
+    # the search alone, on answers that cost nothing: its CPU, and faster than with the net
+    for figures in cores.values():
+        assert figures["search_cpu_us_per_simulation"] > 0
+    native = cores["native"]
+    assert native["simulations_per_s_answers_ready"] > native["simulations_per_s"]
+
+
+def test_ready_answers_are_the_nets_own_logits_of_each_rows_moves() -> None:
+    import torch
+
+    from frugalzero import _native
+    from frugalzero.bench.ready import ReadyNet
+    from frugalzero.chess.positions import random_boards
+    from frugalzero.nn.config import EvaluatorConfig, architecture
+    from frugalzero.nn.model import PolicyValueNet
+    from frugalzero.search import SearchConfig, new_tree
+
+    torch.manual_seed(0)
+    net = PolicyValueNet(architecture("tiny")).eval()
+    config = EvaluatorConfig(device="cpu", precision="fp32", compile="off")
+    ready = ReadyNet(net, config, cache_size=0, positions=8)
+    trees = [new_tree(b, SearchConfig()) for b in random_boards(5, seed=3)]
+    batch = _native.LeafBatch()
+    assert _native.gather_trees([t.core for t in trees], batch, None) == 5
+    logits, values, _ = ready.submit_leaves(batch).result()
+    counts, index = batch.counts(), batch.indices(batch.width)
+    for row in range(batch.rows):  # rows 0..4 of the table, in turn
+        n = int(counts[row])
+        assert np.array_equal(logits[row, :n], ready.logits[row, index[row, :n]])
+        assert np.all(np.isneginf(logits[row, n:]))
+        assert values[row] == ready.values[row]
+    assert len(set(map(tuple, ready.logits[:, :50].round(4).tolist()))) == 8  # 8 positions
+    assert ready.spent_s > 0
 
 
 def test_bench_selfplay_measures_worker_layouts_in_one_run() -> None:
