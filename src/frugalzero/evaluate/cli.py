@@ -356,9 +356,12 @@ def _climb(args: argparse.Namespace, table) -> int:
         select_rungs,
     )
     from frugalzero.evaluate.match import play_match
+    from frugalzero.evaluate.specs import parse_spec
     from frugalzero.output import emit
     from frugalzero.runtime.progress import stderr_console
 
+    if args.add_rung and parse_spec(args.engine).name in table.by_name():
+        raise UserError(f"ladder --add-rung: {parse_spec(args.engine).name} is a rung already")
     rungs = select_rungs(table, args.rungs.split(",") if args.rungs else None)
     adjudication = table.meta.get("adjudication")
     base = {"adjudication": adjudication} if adjudication else {}
