@@ -252,20 +252,23 @@ def test_calibration_is_resumable(tmp_path):
         run_calibration(tmp_path, CalibrationConfig(seed=5), names, anchor, progress=False)
 
 
+TINY_TABLE = {  # three cheap rungs (Stockfish at depth 1 or 1 node)
+    "date": "test",
+    "command": "by hand",
+    "adjudication": {"resign_score": 0, "max_plies": 200},
+    "rungs": [
+        {"name": "random", "elo": 0.0, "sigma": 30.0, "games": 10},
+        {"name": "stockfish?depth=1&elo=1350", "elo": 1500.0, "sigma": 10.0, "games": 10},
+        {"name": "stockfish?nodes=1", "elo": 1700.0, "sigma": 0.0, "games": 10},
+    ],
+}
+
+
 @pytest.mark.usefixtures("stockfish")
 def test_ladder_command_prints_one_json_object(tmp_path, capsys):
     from frugalzero.cli import main
 
-    table = {
-        "date": "test",
-        "command": "by hand",
-        "adjudication": {"resign_score": 0, "max_plies": 200},
-        "rungs": [
-            {"name": "random", "elo": 0.0, "sigma": 30.0, "games": 10},
-            {"name": "stockfish?depth=1&elo=1350", "elo": 1500.0, "sigma": 10.0, "games": 10},
-            {"name": "stockfish?nodes=1", "elo": 1700.0, "sigma": 0.0, "games": 10},
-        ],
-    }
+    table = TINY_TABLE
     path = tmp_path / "table.json"
     path.write_text(json.dumps(table))
     args = ["ladder", "stockfish?depth=2&elo=1500", "--table", str(path), "--json"]
@@ -305,19 +308,11 @@ def test_ladder_command_prints_one_json_object(tmp_path, capsys):
     assert "no calibration state.json" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("stockfish")
 def test_a_rung_added_to_a_table_keeps_the_others_and_lists_its_games(tmp_path, capsys):
     from frugalzero.cli import main
 
-    table = {
-        "date": "test",
-        "command": "by hand",
-        "adjudication": {"resign_score": 0, "max_plies": 200},
-        "rungs": [
-            {"name": "random", "elo": 0.0, "sigma": 30.0, "games": 10},
-            {"name": "stockfish?depth=1&elo=1350", "elo": 1500.0, "sigma": 10.0, "games": 10},
-            {"name": "stockfish?nodes=1", "elo": 1700.0, "sigma": 0.0, "games": 10},
-        ],
-    }
+    table = TINY_TABLE
     path, extended = tmp_path / "table.json", tmp_path / "extended.json"
     path.write_text(json.dumps(table))
     engine = "stockfish?depth=1&elo=1500"
