@@ -404,3 +404,8 @@ def test_the_time_before_a_kill_is_counted(tmp_path):
     later = RunState(iteration=1, step="train", elapsed_s=90.0)
     RunClock(layout, later, now=lambda: 0.0)
     assert later.elapsed_s == 90.0 and "train_s" not in later.current
+    # a finished run keeps its final time, though the clock ticked on while its report was
+    # written (reopening it summarises it again, the same)
+    done = RunState(iteration=1, step="generate", elapsed_s=80.0, finished=True)
+    RunClock(layout, done, now=lambda: 0.0)
+    assert done.elapsed_s == 80.0

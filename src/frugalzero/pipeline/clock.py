@@ -52,7 +52,11 @@ class RunClock:
         self._lock = threading.Lock()
 
     def _recover(self, state: RunState) -> None:
-        """Take over the seconds a killed session spent after its last saved state."""
+        """Take over the seconds a killed session spent after its last saved state. A finished
+        run's state has its final times (the clock ticked on while its report was written):
+        reopening it must not change them."""
+        if state.finished:
+            return
         try:
             data = json.loads(self.layout.clock.read_text(encoding="utf-8"))
             same = (data["iteration"], data["step"]) == (state.iteration, state.step)
