@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable
 from types import ModuleType
 
-from frugalzero.bench import data, label, movegen, nn, selfplay, train, uci
+from frugalzero.bench import data, label, movegen, nn, selfplay, sfgames, train, uci
 
 # name -> module with add_arguments(parser) and run(args) -> dict
 BENCHES: dict[str, ModuleType] = {
@@ -19,6 +19,7 @@ BENCHES: dict[str, ModuleType] = {
     "selfplay": selfplay,
     "data": data,
     "label": label,
+    "sfgames": sfgames,
     "train": train,
     "uci": uci,
     "movegen": movegen,

@@ -107,6 +107,10 @@ class StockfishPool:
         """Process ids of the engines now running (they change when an engine is restarted)."""
         return [w.pid for w in self._workers]
 
+    def driver_pids(self) -> list[int]:
+        """Process ids of the worker processes that drive the engines (the Python side)."""
+        return [w.process.pid for w in self._workers if w.process.pid is not None]
+
     def submit(self, task: object) -> Future:
         """Queue a task (``AnalyseTask`` or ``PlayoutTask``); its future gets the result."""
         future: Future = Future()
