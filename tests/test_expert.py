@@ -9,7 +9,7 @@ import pytest
 
 from frugalzero.chess.rules import game_result
 from frugalzero.errors import UserError
-from frugalzero.expert.engine import EngineConfig, resolve_command
+from frugalzero.expert.engine import EngineConfig, EngineSession, resolve_command
 from frugalzero.expert.explore import ExploreConfig, explore_choice
 from frugalzero.expert.playout import push_trimmed, replay
 
@@ -94,7 +94,8 @@ def test_engine_config_is_checked():
         EngineConfig(hash_mb=-1)
     with pytest.raises(UserError, match="temperature"):
         ExploreConfig(temperature=0)
-    assert EngineConfig(nodes=0, movetime_ms=50).limit().time == 0.05
+    assert EngineSession(EngineConfig(nodes=0, movetime_ms=50), "sf").go == b"go movetime 50\n"
+    assert EngineSession(EngineConfig(nodes=400, depth=8), "sf").go == b"go nodes 400 depth 8\n"
     assert EngineConfig(nodes=0, depth=3).describe_limit() == "depth=3"
     assert EngineConfig(nodes=0, movetime_ms=100).deadline() == pytest.approx(20.1)
     with pytest.raises(UserError, match="not found"):

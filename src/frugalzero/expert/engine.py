@@ -1,14 +1,12 @@
 """One UCI engine process that survives crashes and hangs.
 
-``EngineSession`` drives a Stockfish (or any UCI engine) through python-chess's asyncio client.
+``EngineSession`` drives a Stockfish (or any UCI engine) through ``uci_client``.
 Every request has a deadline; an engine that dies or misses it is killed, restarted with the
 same options, and the request is retried, so a flaky engine costs time but never a label.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import shutil
 from collections.abc import Callable
@@ -20,6 +18,7 @@ import chess.engine
 
 from frugalzero.config import check
 from frugalzero.errors import UserError
+from frugalzero.expert.uci_client import Reply, UciEngine, UciError, UciPosition, go_command
 from frugalzero.values import VALUE_SCALE
 
 
@@ -78,13 +77,6 @@ class EngineConfig:
         ]
         check(self, "engine", checks)
 
-    def limit(self) -> chess.engine.Limit:
-        return chess.engine.Limit(
-            nodes=self.nodes or None,
-            depth=self.depth or None,
-            time=self.movetime_ms / 1000 if self.movetime_ms else None,
-        )
-
     def describe_limit(self) -> str:
         parts = [
             f"{name}={value}"
@@ -111,15 +103,6 @@ class Answer(NamedTuple):
     """(first move, score) of each MultiPV line, best first; [] with ``multipv`` 1."""
     wdl: tuple[int, int, int] | None = None
     """The engine's win/draw/loss per mille for the side to move (UCI_ShowWDL), if given."""
-
-
-def _wdl(info: chess.engine.InfoDict) -> tuple[int, int, int] | None:
-    """The side to move's win/draw/loss per mille from an info line, if it has one."""
-    wdl = info.get("wdl")
-    if wdl is None:
-        return None
-    own = wdl.relative
-    return own.wins, own.draws, own.losses
 
 
 def resolve_command(command: str) -> str:
@@ -160,130 +143,116 @@ class EngineStats:
 
 
 class EngineSession:
-    """An engine process plus everything needed to replace it: use inside one event loop."""
+    """An engine process plus everything needed to replace it."""
 
     def __init__(
         self, config: EngineConfig, command: str, on_start: Callable[[int], None] | None = None
     ) -> None:
         self.config = config
         self.command = command
-        self.limit = config.limit()
+        self.go = go_command(config.nodes, config.depth, config.movetime_ms)
         self.on_start = on_start
         self.stats = EngineStats()
         self.name = ""
         self.pid = 0
-        self._transport: asyncio.SubprocessTransport | None = None
-        self._protocol: chess.engine.UciProtocol | None = None
+        self._engine: UciEngine | None = None
+        self._game: object = None
         self._started = False
 
-    async def start(self) -> None:
+    def start(self) -> None:
         """Start (or restart) the engine and set its options; EngineFailed if it cannot."""
-        await self.kill()
+        self.kill()
         if self._started:
             self.stats.restarts += 1
         self._started = True
-        options = {"Hash": self.config.hash_mb, "Threads": self.config.threads}
+        options: dict[str, str | int | bool] = {
+            "Hash": self.config.hash_mb,
+            "Threads": self.config.threads,
+        }
         options.update(self.config.options)
+        if self.config.multipv > 1:
+            options["MultiPV"] = self.config.multipv
         try:
-            # setpgrp: a Ctrl+C in the terminal reaches us, not the engines; we stop them
-            self._transport, self._protocol = await asyncio.wait_for(
-                chess.engine.popen_uci(self.command, setpgrp=True), self.config.timeout_s
-            )
-            if self.config.wdl and "UCI_ShowWDL" in self._protocol.options:
+            self._engine = engine = UciEngine(self.command, self.config.timeout_s)
+            if self.config.wdl and "UCI_ShowWDL" in engine.options:
                 options["UCI_ShowWDL"] = True
-            await asyncio.wait_for(self._protocol.configure(options), self.config.timeout_s)
-        except (OSError, chess.engine.EngineError, TimeoutError) as exc:
-            await self.kill()
-            raise EngineFailed(f"engine {self.command} failed to start ({exc!r})") from None
-        self.pid = self._transport.get_pid()
-        self.name = self._protocol.id.get("name", os.path.basename(self.command))
+            engine.configure(options)
+        except (OSError, UciError, TimeoutError) as exc:
+            self.kill()
+            raise EngineFailed(f"engine {self.command} failed to start ({exc})") from None
+        self._game = None
+        self.pid = engine.pid
+        self.name = engine.name
         if self.on_start is not None:
             self.on_start(self.pid)
 
-    async def kill(self) -> None:
-        """Kill the process (no polite quit: it may be the one that hangs) and reap it."""
-        transport, protocol = self._transport, self._protocol
-        self._transport = self._protocol = None
-        if transport is None:
-            return
-        with contextlib.suppress(ProcessLookupError, OSError):
-            transport.kill()
-        if protocol is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(protocol.returncode), 5)
-        transport.close()
+    def kill(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.kill()
 
-    async def quit(self) -> None:
+    def quit(self) -> None:
         """Ask the engine to quit, killing it if it does not within a second."""
-        if self._protocol is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._protocol.quit(), 1.0)
-        await self.kill()
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.quit()
 
-    async def play(self, board: chess.Board, game: object = None) -> Answer:
-        """The engine's move and score in ``board`` (its move stack is sent as history), and
-        its ``multipv`` candidates when that is more than one. A ``game`` other than the last
-        request's starts a new game first (``ucinewgame``: hash and histories cleared), so
-        the answers do not depend on what the engine searched before."""
+    def play(
+        self, board: chess.Board, game: object = None, position: UciPosition | None = None
+    ) -> Answer:
+        """The engine's move and score in ``board`` (its move stack is sent as history, or
+        ``position`` when the caller keeps it), and its ``multipv`` candidates when that is
+        more than one. A ``game`` other than the last request's starts a new game first
+        (``ucinewgame``: hash and histories cleared), so the answers do not depend on what the
+        engine searched before."""
+        if position is None:
+            position = UciPosition(board)
         attempts = self.config.retries + 1
         failure = "no attempt"
         start_failed = False
         for _ in range(attempts):
             start_failed = False
-            if self._protocol is None or self._protocol.returncode.done():
+            if self._engine is None:
                 try:
-                    await self.start()
+                    self.start()
                 except EngineFailed as exc:
                     failure = str(exc)
                     start_failed = True
                     continue
-            assert self._protocol is not None
+            assert self._engine is not None
             try:
-                answer = await asyncio.wait_for(self._ask(board, game), self.config.deadline())
+                reply = self._ask(self._engine, position, board.turn, game)
             except TimeoutError:
                 self.stats.timeouts += 1
                 failure = f"no answer within {self.config.deadline():g} s"
-                await self.kill()
+                self.kill()
                 continue
-            except (chess.engine.EngineError, OSError) as exc:
+            except (UciError, ValueError, IndexError) as exc:
                 self.stats.crashes += 1
-                failure = repr(exc)
-                await self.kill()
+                failure = str(exc) or type(exc).__name__
+                self.kill()
                 continue
-            if answer is None:  # "bestmove (none)" in a position with legal moves
+            if reply.move is None:  # "bestmove (none)" in a position with legal moves
                 self.stats.crashes += 1
                 failure = "no move"
-                await self.kill()
+                self.kill()
                 continue
             self.stats.moves += 1
-            return answer
+            return Answer(reply.move, reply.score, reply.lines, reply.wdl)
         if start_failed:  # the last try could not even start it
             raise EngineUnavailable(failure)
         raise EngineFailed(
             f"engine {self.command} failed {attempts} times in a row on {board.fen()}: {failure}"
         )
 
-    async def _ask(self, board: chess.Board, game: object) -> Answer | None:
-        """One request: ``go`` for the move (and score), or MultiPV analysis whose best line's
-        first move is the move. None when the engine had no move."""
-        assert self._protocol is not None
-        k = self.config.multipv
-        if k == 1:
-            result = await self._protocol.play(
-                board, self.limit, game=game, info=chess.engine.INFO_SCORE
-            )
-            if result.move is None:
-                return None
-            return Answer(result.move, result.info.get("score"), [], _wdl(result.info))
-        infos = await self._protocol.analyse(
-            board,
-            self.limit,
-            multipv=k,
-            game=game,
-            info=chess.engine.INFO_SCORE | chess.engine.INFO_PV,
-        )
-        scored = [i for i in infos if i.get("pv") and "score" in i]
-        if not scored:
-            return None
-        lines = [(i["pv"][0], i["score"]) for i in scored]
-        return Answer(lines[0][0], lines[0][1], lines, _wdl(scored[0]))
+    def _ask(
+        self, engine: UciEngine, position: UciPosition, turn: chess.Color, game: object
+    ) -> Reply:
+        if game is None or game is not self._game:
+            engine.new_game()
+            self._game = game
+        multipv = self.config.multipv
+        reply = engine.search(position, turn, self.go, multipv, self.config.deadline())
+        if multipv > 1 and reply.lines:
+            reply.move = reply.lines[0][0]  # the best line's first move, as labelled
+        return reply

@@ -18,6 +18,7 @@ from frugalzero.chess.moves import move_to_index
 from frugalzero.chess.rules import game_result
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.expert.engine import EngineFailed, EngineSession, EngineUnavailable
+from frugalzero.expert.uci_client import UciPosition
 from frugalzero.values import score_cp, score_text, score_to_value
 
 
@@ -61,8 +62,7 @@ def push_trimmed(board: chess.Board, move: chess.Move) -> chess.Board:
     """Play ``move``; after a capture or pawn move restart the move stack from the new position.
 
     Nothing before an irreversible move can repeat, and the FEN carries the 50-move counter,
-    so the engine sees the same game while the history it is sent stays short (python-chess
-    sends the whole move stack with every request).
+    so the engine sees the same game while the history it is sent stays short.
     """
     zeroing = board.is_zeroing(move)
     board.push(move)
@@ -97,9 +97,9 @@ def soft_target(
     return indices, (weights / weights.sum()).astype(np.float32)
 
 
-async def analyse(session: EngineSession, task: AnalyseTask) -> Label:
+def analyse(session: EngineSession, task: AnalyseTask) -> Label:
     board = replay(task.fen, task.moves)
-    answer = await session.play(board)
+    answer = session.play(board)
     move, score = answer.move, answer.score
     if score is None:
         return Label(move.uci(), "", None)
@@ -109,12 +109,13 @@ async def analyse(session: EngineSession, task: AnalyseTask) -> Label:
     )
 
 
-async def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
+def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
     """The record of one playout; an engine that keeps failing ends it early without a result
     (the labels made so far are kept). The engine starts it as a new game, so a playout comes
     out the same whichever engine plays it after whatever else (a killed run replays it)."""
     game = object()
     board = replay(task.start_fen, task.moves)
+    position = UciPosition(board)
     scale = session.config.value_scale
     moves: list[str] = list(task.moves)
     targets: list[PlyTarget | None] = [None] * len(moves)
@@ -124,7 +125,7 @@ async def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
         if game_result(board) is not None:
             break
         try:
-            answer = await session.play(board, game)
+            answer = session.play(board, game, position)
         except EngineUnavailable:
             raise  # the worker gives up its slot; the pool decides what happens next
         except EngineFailed as exc:
@@ -143,8 +144,10 @@ async def playout(session: EngineSession, task: PlayoutTask) -> GameRecord:
             scores.append("?")
         wdl = answer.wdl if value is not None and sum(answer.wdl or ()) == 1000 else None
         targets.append(PlyTarget(indices, probs, expert_value=value, expert_wdl=wdl))
-        moves.append(move.uci())
+        uci = move.uci()
+        moves.append(uci)
         board = push_trimmed(board, move)
+        position.push(uci, board)
     result = game_result(board)
     if result is None and "end" not in extra:
         extra["end"] = f"cut at {task.max_plies} plies"

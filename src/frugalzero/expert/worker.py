@@ -1,4 +1,4 @@
-"""The process behind each pool slot: one engine, one event loop, tasks from a pipe.
+"""The process behind each pool slot: one engine, tasks from a pipe.
 
 Messages to the pool: ``("ready", pid, name)`` once the engine runs, ``("pid", pid)`` after
 every restart, ``("done", task_id, result, stats)`` per task, ``("failed", task_id, message,
@@ -8,7 +8,6 @@ The worker ignores Ctrl+C: the pool decides when it stops (``None`` or a closed 
 
 from __future__ import annotations
 
-import asyncio
 import signal
 
 from frugalzero.expert.engine import (
@@ -22,11 +21,10 @@ from frugalzero.expert.playout import AnalyseTask, PlayoutTask, analyse, playout
 
 def worker_main(conn, config: EngineConfig, command: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    loop = asyncio.new_event_loop()
     session = EngineSession(config, command, on_start=lambda pid: conn.send(("pid", pid)))
     try:
         try:
-            loop.run_until_complete(session.start())
+            session.start()
         except EngineFailed as exc:
             conn.send(("fatal", str(exc)))
             return
@@ -40,7 +38,7 @@ def worker_main(conn, config: EngineConfig, command: str) -> None:
                 break
             task_id, task = message
             try:
-                result = loop.run_until_complete(_run(session, task))
+                result = _run(session, task)
             except EngineUnavailable as exc:
                 conn.send(("fatal", str(exc)))  # the pool redoes the task in a new worker
                 return
@@ -51,13 +49,12 @@ def worker_main(conn, config: EngineConfig, command: str) -> None:
     except (BrokenPipeError, EOFError, OSError):
         pass  # the pool went away; just stop the engine
     finally:
-        loop.run_until_complete(session.quit())
-        loop.close()
+        session.quit()
 
 
-async def _run(session: EngineSession, task):
+def _run(session: EngineSession, task):
     if isinstance(task, PlayoutTask):
-        return await playout(session, task)
+        return playout(session, task)
     if isinstance(task, AnalyseTask):
-        return await analyse(session, task)
+        return analyse(session, task)
     raise ValueError(f"unknown task {type(task).__name__}")
