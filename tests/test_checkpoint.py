@@ -96,8 +96,9 @@ def test_truncated_file_is_refused(saved, keep):
         load_net(path)
 
 
-def test_wdl_net_round_trips(tmp_path):
-    net = PolicyValueNet(architecture("tiny", value_head="wdl"))
+@pytest.mark.parametrize("arch", ["tiny", "attention"])
+def test_wdl_net_round_trips(tmp_path, arch):
+    net = PolicyValueNet(architecture(arch, value_head="wdl"))
     save_net(net, tmp_path / "w.safetensors")
     loaded, meta = load_net(tmp_path / "w.safetensors")
     assert meta.architecture.value_head == "wdl" and loaded.config == net.config

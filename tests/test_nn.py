@@ -24,7 +24,7 @@ from frugalzero.runtime.interpreter import own_code_env
 INLINE = EvaluatorConfig(device="cpu", backend="inline", precision="fp32", compile="off")
 
 
-@pytest.mark.parametrize("name", ["tiny", "small"])
+@pytest.mark.parametrize("name", ["tiny", "small", "attention"])
 def test_output_shapes(name):
     net = PolicyValueNet(architecture(name)).eval()
     policy, value = net(torch.zeros(3, 119, 8, 8))
@@ -51,6 +51,48 @@ def test_flop_count_matches_the_layers():
         elif isinstance(m, torch.nn.Linear):
             counted += 2 * m.in_features * m.out_features
     assert config.flops_per_position() == counted
+
+
+def test_attention_flop_count_matches_the_layers():
+    config = architecture("attention", blocks=3, filters=48, heads=6, value_head="wdl")
+    net = PolicyValueNet(config)
+    once = {id(m) for m in net.value[3:]}  # after the value head's flatten: once a position
+    counted = sum(
+        2 * m.in_features * m.out_features * (1 if id(m) in once else 64)
+        for m in net.modules()
+        if isinstance(m, torch.nn.Linear)
+    )  # every other linear layer acts on each of the 64 tokens
+    counted += config.blocks * 2 * 2 * 64 * 64 * config.filters  # scores, weighted values
+    assert config.value_channels == 32 and config.flops_per_position() == counted
+
+
+def test_attention_tokens_are_the_policys_from_squares():
+    """With the layers made identities, a square's planes move only the logits of the moves
+    from that square: token i is square i in the index plane * 64 + from-square."""
+    config = architecture("attention", blocks=2, filters=16, heads=4)
+    net = PolicyValueNet(config).eval()
+    with torch.no_grad():
+        for p in net.parameters():
+            p.zero_()
+        for layer in net.body.layers:  # LayerNorm weights to 1: zero weights elsewhere
+            layer.norm1.weight.fill_(1)
+            layer.norm2.weight.fill_(1)
+        net.body.norm.weight.fill_(1)
+        net.body.embed.weight[0, 5] = 1.0  # feature 0 = input plane 5
+        net.policy.weight[:, 0] = 1.0
+    for square in (0, 12, 63):
+        planes = torch.zeros(1, 119, 8, 8)
+        planes.view(1, 119, 64)[0, 5, square] = 1.0
+        policy, _ = net(planes)
+        by_square = policy.view(73, 64)
+        assert (by_square.argmax(dim=1) == square).all()
+
+
+def test_bad_shapes_are_one_line_errors():
+    from frugalzero.errors import UserError
+
+    with pytest.raises(UserError, match="multiple of heads"):
+        architecture("attention", filters=100, heads=8)
 
 
 def test_priors_sum_to_one_over_legal_moves_and_zero_elsewhere(tiny_net):

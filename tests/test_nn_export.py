@@ -34,9 +34,10 @@ def test_the_shipped_net_agrees_with_pytorch_on_a_thousand_positions(tmp_path, c
     assert meta["frugalzero.encoding"]["policy"] == "alphazero-4672"
 
 
-def test_a_wdl_net_exports_with_a_dynamic_batch(tmp_path, capsys):
+@pytest.mark.parametrize("arch", ["tiny", "attention"])
+def test_a_wdl_net_exports_with_a_dynamic_batch(tmp_path, capsys, arch):
     torch.manual_seed(3)
-    config = architecture("tiny", value_head="wdl")
+    config = architecture(arch, value_head="wdl")
     net = PolicyValueNet(config).eval()
     path = tmp_path / "wdl.safetensors"
     save_net(net, path, NetMeta(config))

@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import torch
 from safetensors.torch import load as st_load
@@ -28,11 +28,13 @@ from safetensors.torch import save as st_save
 
 from frugalzero.chess.encoding import ENCODING_SPEC
 from frugalzero.errors import UserError
-from frugalzero.nn.config import NetConfig
+from frugalzero.nn.config import Body, NetConfig, ValueHead
 from frugalzero.nn.model import PolicyValueNet
 from frugalzero.runtime.files import atomic_write_bytes
 
 FORMAT = "frugalzero-net/1"
+CHOICES = {"value_head": get_args(ValueHead), "body": get_args(Body)}
+ATTENTION_ONLY = ("body", "heads", "ffn_ratio")  # left out of a ResNet's metadata
 _META_KEY = "frugalzero"
 
 
@@ -61,6 +63,9 @@ class NetMeta:
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
+        if self.architecture.body == "resnet":  # a ResNet's file reads as it always did
+            for name in ATTENTION_ONLY:
+                del data["architecture"][name]
         data["format"] = FORMAT
         return data
 
@@ -193,8 +198,9 @@ def _parse_meta(path: Path, raw: dict[str, str]) -> tuple[NetMeta, dict[str, Any
     for key, value in arch.items():
         if key not in known:
             raise NetFileError(f"{path}: field architecture.{key} is unknown to this frugalzero")
-        ok = value in ("scalar", "wdl") if key == "value_head" else type(value) is int
-        if not ok or (key != "value_head" and value < 0):
+        choices = CHOICES.get(key)
+        ok = value in choices if choices else type(value) is int and value >= 0
+        if not ok:
             raise NetFileError(f"{path}: field architecture.{key} has a bad value {value!r}")
     extra = set(data) - {f.name for f in dataclasses.fields(NetMeta)} - {"format"}
     if extra:
@@ -202,6 +208,8 @@ def _parse_meta(path: Path, raw: dict[str, str]) -> tuple[NetMeta, dict[str, Any
     fields = {k: v for k, v in data.items() if k != "format"}
     try:
         meta = NetMeta(**{**fields, "architecture": NetConfig(**arch)})
+    except UserError as exc:  # a shape the network cannot have
+        raise NetFileError(f"{path}: field {exc}") from None
     except TypeError as exc:
         raise NetFileError(f"{path}: bad metadata ({exc})") from None
     return meta, data, raw["checksum"]

@@ -15,6 +15,7 @@ from frugalzero.config import check
 from frugalzero.errors import UserError
 
 ValueHead = Literal["scalar", "wdl"]
+Body = Literal["resnet", "attention"]
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,19 @@ class NetConfig:
     """Shape of a network; saved in every network file."""
 
     blocks: int = 6
-    """Residual blocks in the tower."""
+    """Residual blocks in the tower (encoder layers for the attention body)."""
     filters: int = 64
-    """Channels of every convolution in the tower."""
+    """Channels of every convolution in the tower (the token width for the attention body)."""
     se_ratio: int = 0
     """Squeeze-excitation reduction ratio inside each block; 0 turns it off."""
+    body: Body = "resnet"
+    """'resnet': 3x3 convolutions (AlphaZero); 'attention': a transformer encoder over the 64
+    squares as tokens, each square's input planes embedded with a learned position (lc0's BT
+    nets), so any square sees any other in one layer instead of a convolution's neighbours."""
+    heads: int = 8
+    """Attention heads per layer (attention body); ``filters`` must be a multiple of it."""
+    ffn_ratio: int = 2
+    """The feed-forward layer's width over the token width (attention body)."""
     value_head: ValueHead = "scalar"
     """'scalar': one tanh output (AlphaZero); 'wdl': win/draw/loss logits."""
     value_channels: int = 32
@@ -36,9 +45,22 @@ class NetConfig:
     input_planes: int = NUM_PLANES
     """Input planes (119 for the AlphaZero encoding)."""
 
+    def __post_init__(self) -> None:
+        checks = [
+            (self.blocks >= 1 and self.filters >= 1, "blocks and filters must be at least 1"),
+            (
+                self.body != "attention" or (self.heads >= 1 and self.filters % self.heads == 0),
+                f"filters ({self.filters}) must be a multiple of heads ({self.heads})",
+            ),
+            (self.ffn_ratio >= 1, "ffn_ratio must be at least 1"),
+        ]
+        check(self, "net", checks)
+
     def flops_per_position(self) -> int:
-        """Multiply-adds x 2 of one forward pass (convolutions and linear layers)."""
+        """Multiply-adds x 2 of one forward pass (convolutions, linear layers, attention)."""
         f, sq = self.filters, 64
+        if self.body == "attention":
+            return self._attention_flops()
         conv3 = 9 * f * f * sq * 2
         total = 9 * self.input_planes * f * sq * 2  # input convolution
         total += 2 * self.blocks * conv3
@@ -50,12 +72,23 @@ class NetConfig:
         total += self.value_hidden * (3 if self.value_head == "wdl" else 1) * 2
         return total
 
+    def _attention_flops(self) -> int:
+        f, sq = self.filters, 64
+        layer = (4 * f * f + 2 * self.ffn_ratio * f * f) * sq  # q, k, v, out; feed-forward
+        layer += 2 * sq * sq * f  # scores and their weighted sum of values
+        total = self.input_planes * f * sq + self.blocks * layer
+        total += f * POLICY_PLANES * sq + f * self.value_channels * sq  # per-square heads
+        total += self.value_channels * sq * self.value_hidden
+        total += self.value_hidden * (3 if self.value_head == "wdl" else 1)
+        return 2 * total
+
 
 ARCHITECTURES: dict[str, NetConfig] = {
     "tiny": NetConfig(blocks=4, filters=32),
     "small": NetConfig(blocks=6, filters=64),
     "medium": NetConfig(blocks=10, filters=128, se_ratio=4),
     "alphazero": NetConfig(blocks=19, filters=256),
+    "attention": NetConfig(blocks=8, filters=128, body="attention", heads=8),
 }
 
 

@@ -1,9 +1,11 @@
-"""The policy-value network: a residual tower with a policy head and a value head (its shape,
-``NetConfig``, and the named sizes live in ``frugalzero.nn.config``, which needs no torch)."""
+"""The policy-value network: a residual tower (or an attention body over the 64 squares) with a
+policy head and a value head (its shape, ``NetConfig``, and the named sizes live in
+``frugalzero.nn.config``, which needs no torch)."""
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from frugalzero.chess.moves import NUM_PLANES as POLICY_PLANES
@@ -44,6 +46,48 @@ class ResidualBlock(nn.Module):
         return torch.relu(x + y)
 
 
+class EncoderLayer(nn.Module):
+    """Self-attention over the squares, then a feed-forward layer, each normalised before
+    and added back (pre-norm: trains without a warm-up at the learning rates ResNets take)."""
+
+    def __init__(self, width: int, heads: int, hidden: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.out = nn.Linear(width, width)
+        self.norm2 = nn.LayerNorm(width)
+        self.ffn = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, squares, width = x.shape
+        qkv = self.qkv(self.norm1(x)).view(n, squares, 3, self.heads, width // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)
+        attended = F.scaled_dot_product_attention(q, k, v)
+        x = x + self.out(attended.transpose(1, 2).reshape(n, squares, width))
+        return x + self.ffn(self.norm2(x))
+
+
+class AttentionBody(nn.Module):
+    """Planes (N, C, 8, 8) -> tokens (N, 64, width): each square's C planes embedded, plus a
+    learned embedding of the square itself, through ``blocks`` encoder layers. Token i is
+    square i in the planes' own order, the from-square order of the policy index."""
+
+    def __init__(self, config: NetConfig) -> None:
+        super().__init__()
+        f = config.filters
+        self.embed = nn.Linear(config.input_planes, f)
+        self.position = nn.Parameter(torch.randn(1, 64, f) * 0.02)
+        self.layers = nn.Sequential(
+            *(EncoderLayer(f, config.heads, config.ffn_ratio * f) for _ in range(config.blocks))
+        )
+        self.norm = nn.LayerNorm(f)
+
+    def forward(self, planes: torch.Tensor) -> torch.Tensor:
+        tokens = planes.flatten(2).transpose(1, 2)
+        return self.norm(self.layers(self.embed(tokens) + self.position))
+
+
 class PolicyValueNet(nn.Module):
     """Planes (N, 119, 8, 8) -> policy logits (N, 4672) and value (N, 1) or WDL logits (N, 3).
 
@@ -55,12 +99,26 @@ class PolicyValueNet(nn.Module):
         super().__init__()
         self.config = config
         f = config.filters
+        outputs = 3 if config.value_head == "wdl" else 1
+        if config.body == "attention":
+            # the heads act per square (a 1x1 convolution's work), so the outputs keep the
+            # ResNet's layout: policy plane-major over from-squares, value from a flat map
+            self.body = AttentionBody(config)
+            self.policy = nn.Linear(f, POLICY_PLANES)
+            self.value = nn.Sequential(
+                nn.Linear(f, config.value_channels),
+                nn.ReLU(),
+                nn.Flatten(),
+                nn.Linear(config.value_channels * 64, config.value_hidden),
+                nn.ReLU(),
+                nn.Linear(config.value_hidden, outputs),
+            )
+            return
         self.stem = nn.Sequential(_conv_bn(config.input_planes, f, 3), nn.ReLU())
         self.tower = nn.Sequential(
             *(ResidualBlock(f, config.se_ratio) for _ in range(config.blocks))
         )
         self.policy = nn.Sequential(_conv_bn(f, f, 3), nn.ReLU(), nn.Conv2d(f, POLICY_PLANES, 1))
-        outputs = 3 if config.value_head == "wdl" else 1
         self.value = nn.Sequential(
             _conv_bn(f, config.value_channels, 1),
             nn.ReLU(),
@@ -71,9 +129,14 @@ class PolicyValueNet(nn.Module):
         )
 
     def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        x = self.tower(self.stem(planes))
-        policy = self.policy(x).flatten(1)
-        value = self.value(x)
+        if self.config.body == "attention":
+            tokens = self.body(planes)
+            policy = self.policy(tokens).transpose(1, 2).flatten(1)
+            value = self.value(tokens)
+        else:
+            x = self.tower(self.stem(planes))
+            policy = self.policy(x).flatten(1)
+            value = self.value(x)
         if self.config.value_head == "scalar":
             value = torch.tanh(value)
         return policy, value
