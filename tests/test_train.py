@@ -414,6 +414,23 @@ def test_resume_refuses_other_data_or_settings_mid_iteration(tmp_path):
         again.run_iteration(TensorSet(synthetic(96)))
 
 
+def test_a_state_from_before_the_attention_fields_resumes_and_another_body_is_refused(tmp_path):
+    """A run's state names its architecture; one written before ``body``, ``heads`` and
+    ``ffn_ratio`` existed still resumes as the ResNet it was, and a net of another shape is
+    refused with one line."""
+    data = TensorSet(synthetic(64))
+    Trainer(config(swa_cycles=0, epochs=1), tiny(), tmp_path, tensorboard=False).run_iteration(data)
+    path = tmp_path / "train_state.json"
+    state = json.loads(path.read_text())
+    for name in ("body", "heads", "ffn_ratio"):
+        del state["architecture"][name]
+    path.write_text(json.dumps(state))
+    resumed = Trainer(config(swa_cycles=0, epochs=1), tiny(), tmp_path, tensorboard=False)
+    assert resumed.progress.iteration == 1
+    with pytest.raises(UserError, match="field architecture differs"):
+        Trainer(config(swa_cycles=0, epochs=1), tiny(arch="attention"), tmp_path, tensorboard=False)
+
+
 def test_damaged_state_is_refused_with_one_line(tmp_path):
     data = TensorSet(synthetic(64))
     Trainer(config(swa_cycles=0, epochs=1), tiny(), tmp_path, tensorboard=False).run_iteration(data)

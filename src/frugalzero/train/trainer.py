@@ -36,6 +36,7 @@ from frugalzero.data.batches import TrainingBatch
 from frugalzero.errors import UserError
 from frugalzero.layout import AVERAGE, NET, TRAIN_CONFIG
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
+from frugalzero.nn.config import NetConfig
 from frugalzero.nn.model import PolicyValueNet, value_from_output
 from frugalzero.runtime.device import (
     autocast,
@@ -515,8 +516,12 @@ class Trainer:
     def _restore(self) -> None:
         data, tensors = st.load_state(self.run_dir)
         where = self.run_dir / st.STATE_JSON
-        arch = dataclasses.asdict(self.net.config)
-        if data.get("architecture") != arch:
+        saved = data.get("architecture")
+        try:  # fields added since the state was written take their defaults
+            same = isinstance(saved, dict) and NetConfig(**saved) == self.net.config
+        except (TypeError, UserError):
+            same = False
+        if not same:
             raise UserError(f"{where}: field architecture differs from the network given")
         progress = Progress(**data["progress"])
         self._check_resumable(data["config"], self.config, progress)
