@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -350,6 +351,56 @@ def test_stopped_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
         a, b = load_net(straight / name)[0], load_net(resumed / name)[0]
         for (key, x), y in zip(a.state_dict().items(), b.state_dict().values()):
             assert torch.equal(x, y), (name, key)
+
+
+class _Clock:
+    """A clock one second later at every reading: each step of a run costs the same."""
+
+    monotonic = staticmethod(time.monotonic)
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_training_is_cut_to_the_seconds_left_and_resumes_at_the_cut_length(tmp_path, monkeypatch):
+    """A run on a clock times its first steps and trains only the steps that fit in the
+    seconds left, annealing over them; stopped after that, it resumes with the same length
+    and ends exactly as if it had not stopped."""
+    import frugalzero.train.trainer as trainer_module
+
+    data = TensorSet(synthetic(80))
+    cfg = config(steps=400, swa_cycles=0, log_every=1)
+    runs = {}
+    for name, stop in (("straight", 0), ("resumed", 150)):
+        monkeypatch.setattr(trainer_module, "time", _Clock())
+        run_dir = tmp_path / name
+
+        def stop_at(t: Trainer, phase: str, step: int, total: int, stop=stop) -> None:
+            if t.progress.global_step == stop:
+                t.request_stop()
+
+        while True:
+            trainer = Trainer(cfg, tiny(), run_dir, tensorboard=False, on_step=stop_at)
+            trainer.configure(cfg, None, lambda: 300.0)
+            if trainer.progress.iteration == 1:
+                break
+            try:
+                trainer.run_iteration(data)
+            except TrainingInterrupted:
+                assert trainer.progress.main_total == 200
+        runs[name] = run_dir
+    (fit,) = read_metrics(runs["straight"], "fit")
+    # three clock readings a step (its end, and the metrics' interval): 3 "seconds" a step
+    assert (fit["steps"], fit["fitted_steps"], fit["seconds_per_step"]) == (400, 200, 3.0)
+    train = read_metrics(runs["straight"], "train")
+    assert train[-1]["step"] == 200 and train[-1]["lr"] < 0.05 * train[0]["lr"]
+    assert _losses(runs["resumed"]) == _losses(runs["straight"])
+    (again,) = read_metrics(runs["resumed"], "fit")
+    assert {**again, "time": 0} == {**fit, "time": 0}
 
 
 def test_adam_state_survives_a_restart(tmp_path):

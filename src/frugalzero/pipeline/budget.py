@@ -1,4 +1,4 @@
-"""Fitting the last iteration into a time budget.
+"""Fitting the last iteration, and any iteration's training, into a time budget.
 
 An iteration of the one-hour presets takes a quarter of the hour; checked only between
 iterations, a 60-minute budget ran 72 minutes. Before each iteration the loop asks how much of a
@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.state import IterationRecord
 
+EVALUATION_RESERVE_S = 60.0
+"""Seconds kept for an iteration's evaluation and the final matches before any iteration has
+measured them (the one-iteration cpu-1h spent 36)."""
 MIN_FRACTION = 0.25
 """A smaller share of an iteration is not started: its fixed costs (loading the replay window,
 the evaluation matches) would buy too little training."""
@@ -40,6 +43,22 @@ def fraction_left(
     if share >= 1.0:
         return 1.0
     return share if share >= MIN_FRACTION else 0.0
+
+
+def training_seconds_left(
+    config: RunConfig, elapsed_s: float, finished: Sequence[IterationRecord]
+) -> float:
+    """Seconds the current iteration's training may still take so that its evaluation and
+    the final matches end within ``minutes``: what a run of one iteration (never cut before
+    it starts: nothing is measured yet) fits to on a slower machine. The evaluation's share
+    is measured on finished iterations, else ``EVALUATION_RESERVE_S``."""
+    evaluation = config.evaluation
+    fixed, final = EVALUATION_RESERVE_S, 0.0
+    if finished:
+        fixed = sum(r.evaluate_s for r in finished) / len(finished)
+        per_iteration = evaluation.games_vs_random + evaluation.games_vs_best
+        final = fixed * 2 * evaluation.final_games / per_iteration if per_iteration else 0.0
+    return config.budget.minutes * 60 - elapsed_s - fixed - final
 
 
 def scaled(config: RunConfig, fraction: float) -> RunConfig:

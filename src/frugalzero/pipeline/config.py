@@ -30,8 +30,9 @@ class BudgetConfig:
     """Training positions generated."""
     fit: bool = True
     """With ``minutes``: cut the last iteration's games and training steps to what fits in the
-    minutes left (measured on the finished iterations), so the run ends near its budget instead
-    of up to an iteration past it; false = every iteration whole."""
+    minutes left (measured on the finished iterations), and any iteration's training to the
+    steps that fit (timed on its first 100), so the run ends near its budget instead of up to
+    an iteration past it; false = every iteration whole."""
     anneal: Literal["iteration", "budget"] = "iteration"
     """With a cosine rate: 'iteration' anneals every iteration from the peak rate, 'budget' once
     over ``minutes`` (each step's rate set by the minutes elapsed, so only the last iterations

@@ -64,6 +64,10 @@ from frugalzero.train.optim import (
 )
 
 PHASES = ("main", "swa", "publish", "average", "validate")
+FIT_PROBE_STEPS = 100
+"""Main-phase steps timed before the phase is cut to fit a time limit."""
+FIT_SKIP_STEPS = 10
+"""Of those, the first ones not timed (allocations, compilation, caches warming up)."""
 _PHASE_SEED = {"main": 0, "swa": 1, "bn": 2}
 # fields that may differ when resuming in the middle of an iteration: they change speed or
 # bookkeeping, never the numbers
@@ -112,6 +116,9 @@ class Progress:
     """net_id of the last published net (the next one's parent)."""
     skipped_steps: int = 0
     """Steps whose gradient was not finite and were skipped."""
+    main_total: int = 0
+    """Main-phase steps of the current iteration once fitted to a time limit (0 = not
+    fitted yet, or no limit): a resumed iteration keeps the length it was given."""
 
 
 def steps_per_epoch(size: int, batch_size: int) -> int:
@@ -204,6 +211,7 @@ class Trainer:
         self.on_step = on_step
         self.stop_requested = False
         self.run_progress: Callable[[], float] | None = None
+        self.seconds_left: Callable[[], float] | None = None
         """The share of a run's budget spent so far, for a run that anneals once over it
         (``configure``): it places each main-phase step on the cosine instead of the phase's
         own steps."""
@@ -238,14 +246,19 @@ class Trainer:
         return summary
 
     def configure(
-        self, config: TrainConfig, run_progress: Callable[[], float] | None = None
+        self,
+        config: TrainConfig,
+        run_progress: Callable[[], float] | None = None,
+        seconds_left: Callable[[], float] | None = None,
     ) -> None:
-        """The settings of the next (or the stopped) iteration, and the run's budget share for
-        a run annealing over its budget. Settings may change between iterations; an iteration
-        stopped mid-way goes on only with the ones it started with."""
+        """The settings of the next (or the stopped) iteration, the run's budget share for a
+        run annealing over its budget, and for a run on a clock the seconds its training may
+        still take (the main phase is cut to fit them). Settings may change between
+        iterations; an iteration stopped mid-way goes on only with the ones it started with."""
         self._check_resumable(to_dict(self.config), config, self.progress)
         self.config = config
         self.run_progress = run_progress
+        self.seconds_left = seconds_left
 
     def iteration_summary(self, number: int) -> dict[str, Any]:
         """What ``run_iteration`` returned for iteration ``number`` (from the metrics): for a
@@ -281,18 +294,43 @@ class Trainer:
         """The main phase: epochs x (size / batch) steps with the annealed learning rate."""
         if self._passed("main"):
             return self._phase_metrics.get("main", {})
-        total = self.main_steps(len(train))
+        p = self.progress
+        total = p.main_total or self.main_steps(len(train))
         self._maybe_compile(total * self.config.batch_size)
         run_share = self.run_progress
 
-        def lr_at(step: int) -> float:
+        def lr_at(step: int) -> float:  # reads ``total`` when called: it may be cut below
             share = run_share() if run_share is not None else None
             return main_phase_lr(self.config, step, total, share)
 
+        if self.seconds_left is not None and not p.main_total:
+            total = p.main_total = self._fit_main(train, total, lr_at)
         result = self._run_steps(train, "main", total, lr_at)
         self._phase_metrics["main"] = result
         self._enter("swa")
         return result
+
+    def _fit_main(self, train: SampleSet, total: int, lr_at: Callable[[int], float]) -> int:
+        """The main phase's length in steps, cut to what fits in ``seconds_left``: the first
+        ``FIT_PROBE_STEPS`` steps are trained (at the rates of the uncut length: at most 0.1%
+        from the cut one's) and timed, then the steps that fit, after the SWA cycles' share,
+        become the phase's length. Too short a phase to time keeps its length."""
+        assert self.seconds_left is not None
+        p = self.progress
+        probe = max(FIT_PROBE_STEPS, p.step + 2 * FIT_SKIP_STEPS)
+        if total <= 2 * probe:
+            return total
+        clock: list[float] = []
+        self._run_steps(train, "main", total, lr_at, stop_at=probe, clock=clock)
+        timed = clock[FIT_SKIP_STEPS:]
+        seconds_per_step = (timed[-1] - timed[0]) / (len(timed) - 1)
+        swa = self.config.swa_cycles * steps_per_epoch(len(train), self.config.batch_size)
+        fits = p.step + int(self.seconds_left() / seconds_per_step) - swa
+        fitted = min(total, max(p.step + 1, fits))
+        record = {"steps": total, "fitted_steps": fitted, "seconds_per_step": seconds_per_step}
+        self.metrics.write("fit", self.number, p.global_step, record)
+        self.save()  # the decision is kept: a resumed iteration trains as long
+        return fitted
 
     def swa(self, train: SampleSet) -> dict[str, float]:
         """C one-epoch cycles at a constant rate; the cycle-end weights are averaged into the
@@ -374,7 +412,7 @@ class Trainer:
         record.pop("iteration", None)
         self.metrics.write("iteration", self.number, p.global_step, record)
         p.iteration += 1
-        p.phase, p.step, p.swa_count = "main", 0, 0
+        p.phase, p.step, p.swa_count, p.main_total = "main", 0, 0, 0
         self._phase_metrics = {}
         self.save()
         self.metrics.flush()
@@ -591,9 +629,12 @@ class Trainer:
         total: int,
         lr_at: Callable[[int], float],
         cycle: int = 0,
+        stop_at: int = 0,
+        clock: list[float] | None = None,
     ) -> dict[str, float]:
         """Steps ``progress.step`` .. total - 1 of ``phase``; every ``cycle`` steps (SWA) the
-        weights are folded into the SWA average."""
+        weights are folded into the SWA average. With ``stop_at``, stop after that step (the
+        phase goes on later), each step's end time appended to ``clock``."""
         c, p = self.config, self.progress
         lam = lambda_at(c, p.iteration)
         if p.step == 0:
@@ -609,6 +650,10 @@ class Trainer:
         with feed:
             for batches in feed:
                 self._run_step(batches, lr_at(p.step), lam, phase, total, cycle)
+                if clock is not None:
+                    clock.append(time.perf_counter())
+                if stop_at and p.step >= stop_at:
+                    return {}
         result = self._phase_acc.record()
         result.pop("samples_per_s")  # only covers the steps since a resume
         result["steps"] = total
