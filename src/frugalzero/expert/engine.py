@@ -157,6 +157,7 @@ class EngineSession:
         self.pid = 0
         self._engine: UciEngine | None = None
         self._game: object = None
+        self._fresh = True  # no request since the engine started
         self._started = False
 
     def start(self) -> None:
@@ -180,7 +181,7 @@ class EngineSession:
         except (OSError, UciError, TimeoutError) as exc:
             self.kill()
             raise EngineFailed(f"engine {self.command} failed to start ({exc})") from None
-        self._game = None
+        self._game, self._fresh = None, True
         self.pid = engine.pid
         self.name = engine.name
         if self.on_start is not None:
@@ -248,9 +249,9 @@ class EngineSession:
     def _ask(
         self, engine: UciEngine, position: UciPosition, turn: chess.Color, game: object
     ) -> Reply:
-        if game is None or game is not self._game:
+        if self._fresh or game is not self._game:  # requests without a game share one
             engine.new_game()
-            self._game = game
+            self._game, self._fresh = game, False
         multipv = self.config.multipv
         reply = engine.search(position, turn, self.go, multipv, self.config.deadline())
         if multipv > 1 and reply.lines:
