@@ -6,6 +6,9 @@
 # GPU-hour and its ladder rating.
 #
 #   benchmarks/gpu.sh [STEP...]      steps: build test bench hours ladder (default: all)
+#   benchmarks/gpu.sh build strength issue 46 in one lease: Stockfish's games made there on
+#                                    every core, then a net trained on them on the GPU and
+#                                    its raw policy on the held-out suite (not in the default)
 #   benchmarks/gpu.sh wheels         here, before the lease: the wheels `build` installs there
 #
 # The machine has no network and its own Python (with PyTorch), so `build` installs the pure-
@@ -17,7 +20,10 @@
 # benchmark (default 150 s). Records go to GPU_OUT (default benchmarks/results/gpu): env.txt,
 # cuda-tests.log, suite.log, bench.jsonl (one line per benchmark: its command and JSON), and
 # each hour's record as compare.sh keeps it. The hours and the ladder resume; test and bench
-# run again.
+# run again. `strength` takes S_GAMES (40000: ~4 minutes on 15 cores at 400 nodes), S_ARCH
+# (medium), S_EPOCHS (1.5), S_BATCH (1024), S_LR (0.2) and S_DEVICE (cuda), and writes to
+# $GPU_OUT/strength: the data's and the training's JSON, the net, heldout.json. The data stays
+# on the machine (runs/gpu-strength): a lease's files come back only under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -91,6 +97,24 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
                     --pgn "benchmarks/results/60min-gpu/$method/ladder.pgn" --resume --json \
                     > "$json.tmp" && mv "$json.tmp" "$json"
             done ;;
-        *) echo "unknown step $step (wheels build test bench hours ladder)" >&2; exit 2 ;;
+        strength)
+            dir="$OUT/strength" data=runs/gpu-strength/data
+            mkdir -p "$dir"
+            if [ ! -s "$dir/data.json" ]; then
+                rm -rf "$data"
+                "$PY" -m frugalzero sfgames --games "${S_GAMES:-40000}" --nodes 400 \
+                    --max-plies 300 --seed 4600 --out "$data" --json > "$dir/data.json.tmp" \
+                    && mv "$dir/data.json.tmp" "$dir/data.json"
+            fi
+            cat "$dir/data.json"
+            "$PY" -m frugalzero train --data "$data" --arch "${S_ARCH:-medium}" \
+                --out "$dir/${S_ARCH:-medium}.safetensors" --epochs "${S_EPOCHS:-1.5}" \
+                --lr "${S_LR:-0.2}" --batch-size "${S_BATCH:-1024}" --device "${S_DEVICE:-cuda}" \
+                --swa-cycles 0 --set value_lambda=1 --json > "$dir/train.json" \
+                && tail -c 600 "$dir/train.json"
+            "$PY" -m frugalzero eval-epd benchmarks/results/epd/heldout-sf12.epd \
+                --engine "net:$dir/${S_ARCH:-medium}.safetensors?nodes=1" --json \
+                | tee "$dir/heldout.json" ;;
+        *) echo "unknown step $step (wheels build test bench hours ladder strength)" >&2; exit 2 ;;
     esac
 done
