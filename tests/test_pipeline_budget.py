@@ -12,7 +12,13 @@ from rich.console import Console
 from frugalzero.config import load_config
 from frugalzero.errors import UserError
 from frugalzero.pipeline import loop as loop_module
-from frugalzero.pipeline.budget import MIN_FRACTION, fraction_left, scaled
+from frugalzero.pipeline.budget import (
+    EVALUATION_RESERVE_S,
+    MIN_FRACTION,
+    fraction_left,
+    scaled,
+    training_seconds_left,
+)
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.loop import RunLoop
 from frugalzero.pipeline.state import IterationRecord
@@ -57,6 +63,16 @@ def test_the_last_iteration_gets_the_share_that_fits():
     assert fraction_left(config, 3000.0, []) == 1.0
     assert fraction_left(_config(0.0), 3000.0, done) == 1.0
     assert fraction_left(_config(60.0, fit=False), 3000.0, done) == 1.0
+
+
+def test_training_gets_the_seconds_left_after_the_matches():
+    """Before any iteration has measured its matches a fixed reserve is kept; after, this
+    iteration's matches and the final ones as measured (60 s and 120 s here)."""
+    config = _config(60.0)
+    assert training_seconds_left(config, 1500.0, []) == 3600 - 1500 - EVALUATION_RESERVE_S
+    done = [_record(k, 200.0, 400.0, 60.0) for k in (1, 2)]
+    assert training_seconds_left(config, 1500.0, done) == pytest.approx(3600 - 1500 - 180)
+    assert training_seconds_left(config, 3590.0, done) < 0  # past it: the phase's probe only
 
 
 def test_a_cut_iteration_has_fewer_games_and_steps():

@@ -403,6 +403,18 @@ def test_training_is_cut_to_the_seconds_left_and_resumes_at_the_cut_length(tmp_p
     assert {**again, "time": 0} == {**fit, "time": 0}
 
 
+def test_training_past_its_time_still_gets_a_quarter_of_its_steps(tmp_path, monkeypatch):
+    import frugalzero.train.trainer as trainer_module
+
+    monkeypatch.setattr(trainer_module, "time", _Clock())
+    cfg = config(steps=1000, swa_cycles=0, log_every=50)
+    trainer = Trainer(cfg, tiny(), tmp_path, tensorboard=False)
+    trainer.configure(cfg, None, lambda: -30.0)
+    trainer.run_iteration(TensorSet(synthetic(80)))
+    (fit,) = read_metrics(tmp_path, "fit")
+    assert fit["fitted_steps"] == 250 == read_metrics(tmp_path, "train")[-1]["step"]
+
+
 def test_adam_state_survives_a_restart(tmp_path):
     data = TensorSet(synthetic(64))
     cfg = config(optimizer="adam", swa_cycles=0, epochs=2)

@@ -30,15 +30,11 @@ def fraction_left(
 ) -> float:
     """The share of a full iteration to run next: 1 while a whole one fits (or no minutes
     budget is set, or nothing has been measured yet), 0 when less than ``MIN_FRACTION`` fits."""
-    budget, evaluation = config.budget, config.evaluation
+    budget = config.budget
     if not (budget.minutes and budget.fit and finished):
         return 1.0
-    n = len(finished)
-    scalable = sum(r.generate_s + r.train_s for r in finished) / n
-    fixed = sum(r.evaluate_s for r in finished) / n
-    per_iteration = evaluation.games_vs_random + evaluation.games_vs_best
-    final = fixed * 2 * evaluation.final_games / per_iteration if per_iteration else 0.0
-    left = budget.minutes * 60 - elapsed_s - final - fixed
+    scalable = sum(r.generate_s + r.train_s for r in finished) / len(finished)
+    left = budget.minutes * 60 - elapsed_s - sum(_evaluation_reserve(config, finished))
     share = left / scalable if scalable > 0 else 1.0
     if share >= 1.0:
         return 1.0
@@ -52,13 +48,19 @@ def training_seconds_left(
     the final matches end within ``minutes``: what a run of one iteration (never cut before
     it starts: nothing is measured yet) fits to on a slower machine. The evaluation's share
     is measured on finished iterations, else ``EVALUATION_RESERVE_S``."""
+    reserve = sum(_evaluation_reserve(config, finished)) if finished else EVALUATION_RESERVE_S
+    return config.budget.minutes * 60 - elapsed_s - reserve
+
+
+def _evaluation_reserve(
+    config: RunConfig, finished: Sequence[IterationRecord]
+) -> tuple[float, float]:
+    """(an iteration's evaluation, the final matches) in seconds, from the finished ones."""
     evaluation = config.evaluation
-    fixed, final = EVALUATION_RESERVE_S, 0.0
-    if finished:
-        fixed = sum(r.evaluate_s for r in finished) / len(finished)
-        per_iteration = evaluation.games_vs_random + evaluation.games_vs_best
-        final = fixed * 2 * evaluation.final_games / per_iteration if per_iteration else 0.0
-    return config.budget.minutes * 60 - elapsed_s - fixed - final
+    fixed = sum(r.evaluate_s for r in finished) / len(finished)
+    per_iteration = evaluation.games_vs_random + evaluation.games_vs_best
+    final = fixed * 2 * evaluation.final_games / per_iteration if per_iteration else 0.0
+    return fixed, final
 
 
 def scaled(config: RunConfig, fraction: float) -> RunConfig:

@@ -68,6 +68,9 @@ FIT_PROBE_STEPS = 100
 """Main-phase steps timed before the phase is cut to fit a time limit."""
 FIT_SKIP_STEPS = 10
 """Of those, the first ones not timed (allocations, compilation, caches warming up)."""
+FIT_MIN_SHARE = 0.25
+"""A phase is never cut below this share of its steps: a net trained less would be of no use
+to anyone, so a run whose data ran late ends late instead."""
 _PHASE_SEED = {"main": 0, "swa": 1, "bn": 2}
 # fields that may differ when resuming in the middle of an iteration: they change speed or
 # bookkeeping, never the numbers
@@ -314,7 +317,8 @@ class Trainer:
         """The main phase's length in steps, cut to what fits in ``seconds_left``: the first
         ``FIT_PROBE_STEPS`` steps are trained (at the rates of the uncut length: at most 0.1%
         from the cut one's) and timed, then the steps that fit, after the SWA cycles' share,
-        become the phase's length. Too short a phase to time keeps its length."""
+        become the phase's length, never under ``FIT_MIN_SHARE`` of it. Too short a phase to
+        time keeps its length."""
         assert self.seconds_left is not None
         p = self.progress
         probe = max(FIT_PROBE_STEPS, p.step + 2 * FIT_SKIP_STEPS)
@@ -326,7 +330,7 @@ class Trainer:
         seconds_per_step = (timed[-1] - timed[0]) / (len(timed) - 1)
         swa = self.config.swa_cycles * steps_per_epoch(len(train), self.config.batch_size)
         fits = p.step + int(self.seconds_left() / seconds_per_step) - swa
-        fitted = min(total, max(p.step + 1, fits))
+        fitted = min(total, max(p.step + 1, fits, math.ceil(FIT_MIN_SHARE * total)))
         record = {"steps": total, "fitted_steps": fitted, "seconds_per_step": seconds_per_step}
         self.metrics.write("fit", self.number, p.global_step, record)
         self.save()  # the decision is kept: a resumed iteration trains as long
