@@ -214,10 +214,11 @@ class Trainer:
         self.on_step = on_step
         self.stop_requested = False
         self.run_progress: Callable[[], float] | None = None
-        self.seconds_left: Callable[[], float] | None = None
         """The share of a run's budget spent so far, for a run that anneals once over it
         (``configure``): it places each main-phase step on the cosine instead of the phase's
         own steps."""
+        self.seconds_left: Callable[[], float] | None = None
+        """For a run on a clock (``configure``), the seconds its training may still take."""
         self._model: Any = self.net
         self.compiled = False
         self._skipped = torch.zeros((), device=self.device)  # steps skipped since the last save
@@ -315,10 +316,10 @@ class Trainer:
 
     def _fit_main(self, train: SampleSet, total: int, lr_at: Callable[[int], float]) -> int:
         """The main phase's length in steps, cut to what fits in ``seconds_left``: the first
-        ``FIT_PROBE_STEPS`` steps are trained (at the rates of the uncut length: at most 0.1%
-        from the cut one's) and timed, then the steps that fit, after the SWA cycles' share,
-        become the phase's length, never under ``FIT_MIN_SHARE`` of it. Too short a phase to
-        time keeps its length."""
+        ``FIT_PROBE_STEPS`` steps are trained (at the rates of the uncut length: a fraction of
+        a percent from the cut one's) and timed, then the steps that fit, after the SWA
+        cycles' share, become the phase's length, never under ``FIT_MIN_SHARE`` of it. Too
+        short a phase to time keeps its length."""
         assert self.seconds_left is not None
         p = self.progress
         probe = max(FIT_PROBE_STEPS, p.step + 2 * FIT_SKIP_STEPS)
