@@ -66,7 +66,7 @@ def push_trimmed(board: chess.Board, move: chess.Move) -> chess.Board:
     """
     zeroing = board.is_zeroing(move)
     board.push(move)
-    return chess.Board(board.fen()) if zeroing else board
+    return board.copy(stack=False) if zeroing else board  # the position alone, no FEN round trip
 
 
 def replay(fen: str, moves: tuple[str, ...] | list[str]) -> chess.Board:
