@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             writer = ShardWriter(out, f"bench-{number}")
             engines0, drivers0 = cpu()
             start = time.perf_counter()
-            stats = label_playouts(pool, game_tasks(config, args.games), writer.add, 4 * cores)
+            tasks = game_tasks(config, args.games)
+            stats = label_playouts(pool, tasks, writer.add, config.queue)  # as sfgames does
             writer.close()
             elapsed = time.perf_counter() - start
             engines1, drivers1 = cpu()

@@ -360,8 +360,8 @@ def _climb(args: argparse.Namespace, table) -> int:
     from frugalzero.output import emit
     from frugalzero.runtime.progress import stderr_console
 
-    if args.add_rung and parse_spec(args.engine).name in table.by_name():
-        raise UserError(f"ladder --add-rung: {parse_spec(args.engine).name} is a rung already")
+    if args.add_rung and (added := parse_spec(args.engine).name) in table.by_name():
+        raise UserError(f"ladder --add-rung: {added} is a rung already")
     rungs = select_rungs(table, args.rungs.split(",") if args.rungs else None)
     adjudication = table.meta.get("adjudication")
     base = {"adjudication": adjudication} if adjudication else {}

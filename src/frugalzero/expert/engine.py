@@ -11,10 +11,8 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import chess
-import chess.engine
 
 from frugalzero.config import check
 from frugalzero.errors import UserError
@@ -92,17 +90,6 @@ class EngineConfig:
     def deadline(self) -> float:
         """Seconds one move may take before the engine is declared hung."""
         return self.timeout_s + self.movetime_ms / 1000
-
-
-class Answer(NamedTuple):
-    """The engine's move in a position, its score, and with MultiPV its candidates."""
-
-    move: chess.Move
-    score: chess.engine.PovScore | None
-    lines: list[tuple[chess.Move, chess.engine.PovScore]]
-    """(first move, score) of each MultiPV line, best first; [] with ``multipv`` 1."""
-    wdl: tuple[int, int, int] | None = None
-    """The engine's win/draw/loss per mille for the side to move (UCI_ShowWDL), if given."""
 
 
 def resolve_command(command: str) -> str:
@@ -200,10 +187,10 @@ class EngineSession:
 
     def play(
         self, board: chess.Board, game: object = None, position: UciPosition | None = None
-    ) -> Answer:
-        """The engine's move and score in ``board`` (its move stack is sent as history, or
-        ``position`` when the caller keeps it), and its ``multipv`` candidates when that is
-        more than one. A ``game`` other than the last request's starts a new game first
+    ) -> Reply:
+        """The engine's move (never None) and score in ``board`` (its move stack is sent as
+        history, or ``position`` when the caller keeps it), and its ``multipv`` candidates
+        when that is more than one. A ``game`` other than the last request's starts a new game first
         (``ucinewgame``: hash and histories cleared), so the answers do not depend on what the
         engine searched before."""
         if position is None:
@@ -239,7 +226,7 @@ class EngineSession:
                 self.kill()
                 continue
             self.stats.moves += 1
-            return Answer(reply.move, reply.score, reply.lines, reply.wdl)
+            return reply
         if start_failed:  # the last try could not even start it
             raise EngineUnavailable(failure)
         raise EngineFailed(
@@ -252,8 +239,4 @@ class EngineSession:
         if self._fresh or game is not self._game:  # requests without a game share one
             engine.new_game()
             self._game, self._fresh = game, False
-        multipv = self.config.multipv
-        reply = engine.search(position, turn, self.go, multipv, self.config.deadline())
-        if multipv > 1 and reply.lines:
-            reply.move = reply.lines[0][0]  # the best line's first move, as labelled
-        return reply
+        return engine.search(position, turn, self.go, self.config.multipv, self.config.deadline())

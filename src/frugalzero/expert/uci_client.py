@@ -29,7 +29,7 @@ class Reply:
     """One search's result, from the side to move's view."""
 
     move: chess.Move | None
-    """``bestmove``; None for ``bestmove (none)``."""
+    """``bestmove`` (with MultiPV, the best line's first move); None for ``bestmove (none)``."""
     lines: list[tuple[chess.Move, chess.engine.PovScore]] = field(default_factory=list)
     """(first move, score) of each scored line with a PV, by MultiPV rank."""
     score: chess.engine.PovScore | None = None
@@ -104,8 +104,8 @@ def parse_reply(lines: list[bytes], turn: chess.Color, multipv: int) -> Reply:
         score = parse_score(tokens, tokens.index(b"score"), turn)
         best[rank] = (chess.Move.from_uci(first), score, parse_wdl(tokens))
     reply.lines = [(m, s) for _, (m, s, _w) in sorted(best.items())]
-    if best:
-        _, reply.score, reply.wdl = best[min(best)]
+    if best:  # the move labelled is the best line's first, its score and WDL the line's
+        reply.move, reply.score, reply.wdl = best[min(best)]
     return reply
 
 

@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import torch
 from safetensors.torch import load as st_load
@@ -28,12 +28,16 @@ from safetensors.torch import save as st_save
 
 from frugalzero.chess.encoding import ENCODING_SPEC
 from frugalzero.errors import UserError
-from frugalzero.nn.config import Body, NetConfig, ValueHead
+from frugalzero.nn.config import NetConfig
 from frugalzero.nn.model import PolicyValueNet
 from frugalzero.runtime.files import atomic_write_bytes
 
 FORMAT = "frugalzero-net/1"
-CHOICES = {"value_head": get_args(ValueHead), "body": get_args(Body)}
+CHOICES = {  # the architecture's fields with a set of values, and the values
+    name: get_args(hint)
+    for name, hint in get_type_hints(NetConfig).items()
+    if get_origin(hint) is Literal
+}
 ATTENTION_ONLY = ("body", "heads", "ffn_ratio")  # left out of a ResNet's metadata
 _META_KEY = "frugalzero"
 
