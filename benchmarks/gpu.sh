@@ -21,7 +21,8 @@
 # cuda-tests.log, suite.log, bench.jsonl (one line per benchmark: its command and JSON), and
 # each hour's record as compare.sh keeps it. The hours and the ladder resume; test and bench
 # run again. `strength` takes S_GAMES (40000: ~4 minutes on 15 cores at 400 nodes), S_ARCH
-# (medium), S_EPOCHS (1.5), S_BATCH (1024), S_LR (0.2) and S_DEVICE (cuda), and writes to
+# (medium; `large` and `attention` are the sizes to compare it with), S_EPOCHS (1.5), S_BATCH
+# (1024), S_LR (0.2) and S_DEVICE (cuda), and writes to
 # $GPU_OUT/strength: the data's and the training's JSON, the net, heldout.json. The data stays
 # on the machine (runs/gpu-strength): a lease's files come back only under $OUT.
 set -uo pipefail

@@ -339,7 +339,7 @@ def test_shard_headers_missing_fields_or_of_the_wrong_type_are_named(tmp_path):
 
 def test_numbers_are_checked_before_any_work(tmp_path, capsys):
     line = _error(capsys, ["config", "show", "--set", "net.arch=nope"])
-    assert "arch 'nope' is not one of tiny, small, medium, alphazero" in line
+    assert "arch 'nope' is not one of tiny, small, compact, medium, large," in line
     line = _error(capsys, ["config", "show", "--set", "train.lr=nan"])
     assert "train.lr: nan is not a finite number" in line
     line = _error(capsys, ["config", "show", "--set", "selfplay.search.c_init=inf"])

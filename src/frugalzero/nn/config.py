@@ -87,7 +87,9 @@ class NetConfig:
 ARCHITECTURES: dict[str, NetConfig] = {
     "tiny": NetConfig(blocks=4, filters=32),
     "small": NetConfig(blocks=6, filters=64),
+    "compact": NetConfig(blocks=6, filters=80, se_ratio=4),
     "medium": NetConfig(blocks=10, filters=128, se_ratio=4),
+    "large": NetConfig(blocks=12, filters=160, se_ratio=4),
     "alphazero": NetConfig(blocks=19, filters=256),
     "attention": NetConfig(blocks=8, filters=128, body="attention", heads=4),
 }

@@ -54,7 +54,8 @@ class NetSection:
     """The network being trained."""
 
     arch: str = "small"
-    """Named size: tiny, small, medium, alphazero."""
+    """Named size: tiny, small, compact, medium, large, alphazero,
+    attention (nn.config.ARCHITECTURES)."""
     value_head: Literal["scalar", "wdl"] = "scalar"
     """'scalar' (tanh) or 'wdl' (win/draw/loss logits)."""
     init: str = ""
