@@ -54,8 +54,8 @@ class NetSection:
     """The network being trained."""
 
     arch: str = "small"
-    """Named size: tiny, small, compact, medium, large, alphazero,
-    attention (nn.config.ARCHITECTURES)."""
+    """A named size of nn.config.ARCHITECTURES (docs/network.md lists them with their cost;
+    an unknown name's error lists them too)."""
     value_head: Literal["scalar", "wdl"] = "scalar"
     """'scalar' (tanh) or 'wdl' (win/draw/loss logits)."""
     init: str = ""
