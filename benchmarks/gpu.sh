@@ -10,6 +10,8 @@
 #                                    every core, then a net trained on them on the GPU and
 #                                    its raw policy on the held-out suite (not in the default)
 #   benchmarks/gpu.sh wheels         here, before the lease: the wheels `build` installs there
+#   benchmarks/gpu.sh shards DIR...  here, before the lease: shards for `strength` to train on
+#   benchmarks/gpu.sh slim | unslim  here, around the calls: the records out of the way
 #
 # The machine has no network and its own Python (with PyTorch), so `build` installs the pure-
 # Python wheels `wheels` put in .dev/wheels (carry .dev) and builds the native core there with
@@ -25,6 +27,20 @@
 # (1024), S_LR (0.2) and S_DEVICE (cuda), and writes to
 # $GPU_OUT/strength: the data's and the training's JSON, the net, heldout.json. The data stays
 # on the machine (runs/gpu-strength): a lease's files come back only under $OUT.
+# S_DATA names shard folders carried there instead (no games are made), S_INIT a net to go on
+# from (a file or a shipped name) instead of a fresh S_ARCH, S_NAME the net's file name,
+# S_LAMBDA the value target's share of Stockfish's evaluation (1), S_HELDOUT=0 skips the held-
+# out suite. S_STOP (seconds, 0 = none) stops training cleanly (SIGINT: a checkpoint) before
+# the lease ends; the run directory then comes back in pieces of 15 MB
+# ($GPU_OUT/strength/run.tar.part-*): `cat run.tar.part-* | tar -x -C runs/gpu-strength` and
+# the same command resumes it there or on any machine, exactly.
+# `cuda` writes env.txt and runs the CUDA tests alone (the `test` step's first half).
+# `shards DIR...`, here: copies the shards (*.fzs, not the PGN) of each DIR to .dev/data/NAME
+# for S_DATA. What travels is capped at 64 MiB and the tracked tree alone is ~83 MB, most of it
+# benchmarks/results: `slim`, here, moves that folder's records (all but epd/) out of the
+# checkout to SLIM_DIR (default ../gpu-slim) and prints what would travel; `unslim` brings
+# them back after the calls. With the tree at ~20 MB, ~44 MB of shards travel (~6 million
+# positions).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -36,6 +52,7 @@ export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 STEPS=("${@:-build test bench hours ladder}")
 read -r -a STEPS <<< "${STEPS[*]}"
+SHARDS=("${STEPS[@]:1}")  # `shards DIR...`: the folders
 
 bench() {  # one `frugalzero bench` into bench.jsonl, with its command
     echo "== bench $*"
@@ -54,12 +71,32 @@ for step in "${STEPS[@]}"; do
             mkdir -p .dev/wheels
             "$PY" -m pip download -q --only-binary=:all: --no-deps -d .dev/wheels "${WHEELS[@]}"
             ls .dev/wheels ;;
+        shards)
+            [ "${STEPS[0]}" = shards ] || { echo "usage: gpu.sh shards DIR..." >&2; exit 2; }
+            for dir in "${SHARDS[@]}"; do
+                mkdir -p ".dev/data/$(basename "$dir")"
+                cp "$dir"/*.fzs ".dev/data/$(basename "$dir")/"
+            done
+            du -sh .dev/data
+            break ;;
+        slim)
+            slim=${SLIM_DIR:-../gpu-slim}
+            mkdir -p "$slim"
+            for d in benchmarks/results/*; do
+                [ "$d" = benchmarks/results/epd ] || [ "$d" = "$OUT" ] || mv "$d" "$slim/"
+            done
+            echo "travels: $(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1) bytes tracked + $(du -sb .dev 2>/dev/null | cut -f1) in .dev (64 MiB = 67108864)"
+            echo "bring the records back with: benchmarks/gpu.sh unslim" ;;
+        unslim)
+            slim=${SLIM_DIR:-../gpu-slim}
+            for d in "$slim"/*; do [ -e "$d" ] && mv "$d" benchmarks/results/; done
+            rmdir "$slim" && git status --short benchmarks/results | head ;;
         build)
             "$PY" -m pip install -q --no-index --find-links .dev/wheels "${WHEELS[@]}"
             "$PY" -m pip install -q --no-index --no-build-isolation --no-deps -e . \
                 || { echo "the native core did not build" >&2; exit 1; }
             "$PY" -c "import frugalzero._native" ;;
-        test)
+        test|cuda)
             {
                 date -u
                 nvidia-smi -L
@@ -70,6 +107,7 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
             cat "$OUT/env.txt"
             "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_planes.py 2>&1 \
                 | tee "$OUT/cuda-tests.log" | tail -3
+            [ "$step" = cuda ] && continue
             xdist=()
             "$PY" -c "import xdist" 2>/dev/null && xdist=(-n "$WORKERS")
             timeout "$SUITE_S" "$PY" -m pytest -v -rf --tb=short -p no:cacheprovider \
@@ -99,23 +137,41 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
                     > "$json.tmp" && mv "$json.tmp" "$json"
             done ;;
         strength)
-            dir="$OUT/strength" data=runs/gpu-strength/data
+            dir="$OUT/strength" data=runs/gpu-strength/data name=${S_NAME:-${S_ARCH:-medium}}
             mkdir -p "$dir"
-            if [ ! -s "$dir/data.json" ]; then
-                rm -rf "$data"
-                "$PY" -m frugalzero sfgames --games "${S_GAMES:-40000}" --nodes 400 \
-                    --max-plies 300 --seed 4600 --out "$data" --json > "$dir/data.json.tmp" \
-                    && mv "$dir/data.json.tmp" "$dir/data.json"
+            if [ -n "${S_DATA:-}" ]; then
+                read -r -a shards <<< "$S_DATA"
+            else
+                shards=("$data")
+                if [ ! -s "$dir/data.json" ]; then
+                    rm -rf "$data"
+                    "$PY" -m frugalzero sfgames --games "${S_GAMES:-40000}" --nodes 400 \
+                        --max-plies 300 --seed 4600 --out "$data" --json > "$dir/data.json.tmp" \
+                        && mv "$dir/data.json.tmp" "$dir/data.json"
+                fi
+                cat "$dir/data.json"
             fi
-            cat "$dir/data.json"
-            "$PY" -m frugalzero train --data "$data" --arch "${S_ARCH:-medium}" \
-                --out "$dir/${S_ARCH:-medium}.safetensors" --epochs "${S_EPOCHS:-1.5}" \
-                --lr "${S_LR:-0.2}" --batch-size "${S_BATCH:-1024}" --device "${S_DEVICE:-cuda}" \
-                --swa-cycles 0 --set value_lambda=1 --json > "$dir/train.json" \
-                && tail -c 600 "$dir/train.json"
-            "$PY" -m frugalzero eval-epd benchmarks/results/epd/heldout-sf12.epd \
-                --engine "net:$dir/${S_ARCH:-medium}.safetensors?nodes=1" --json \
-                | tee "$dir/heldout.json" ;;
-        *) echo "unknown step $step (wheels build test bench hours ladder strength)" >&2; exit 2 ;;
+            start=(--arch "${S_ARCH:-medium}")
+            [ -n "${S_INIT:-}" ] && start=(--net "$S_INIT")
+            stop=()
+            [ "${S_STOP:-0}" -gt 0 ] && stop=(timeout -s INT "$S_STOP")
+            "${stop[@]}" "$PY" -m frugalzero train --data "${shards[@]}" "${start[@]}" \
+                --out "$dir/$name.safetensors" --run-dir "runs/gpu-strength/$name.run" \
+                --epochs "${S_EPOCHS:-1.5}" --lr "${S_LR:-0.2}" --batch-size "${S_BATCH:-1024}" \
+                --device "${S_DEVICE:-cuda}" --swa-cycles 0 --checkpoint-minutes 2 \
+                --set value_lambda="${S_LAMBDA:-1}" --json > "$dir/train.json"
+            cp "runs/gpu-strength/$name.run/metrics.jsonl" "$dir/" 2>/dev/null
+            if [ ! -s "$dir/$name.safetensors" ]; then  # cut short: bring the checkpoint back
+                echo "training stopped before its end; packing its run directory"
+                tar -C runs/gpu-strength --exclude tensorboard -cf - "$name.run" \
+                    | split -b 15M - "$dir/run.tar.part-"
+                ls -la "$dir"
+            else
+                tail -c 600 "$dir/train.json"
+                [ "${S_HELDOUT:-1}" = 0 ] || "$PY" -m frugalzero eval-epd \
+                    benchmarks/results/epd/heldout-sf12.epd \
+                    --engine "net:$dir/$name.safetensors?nodes=1" --json | tee "$dir/heldout.json"
+            fi ;;
+        *) echo "unknown step $step (wheels shards slim unslim build test cuda bench hours ladder strength)" >&2; exit 2 ;;
     esac
 done
