@@ -1,8 +1,9 @@
 """Which shipped net plays under a clock on this machine: the one that is stronger here, not the
 one that is stronger at equal nodes.
 
-``medium`` (``net:default``'s file) is the stronger net at equal nodes: 2703 on the ladder at 400
-nodes a move against ``small``'s 2539, 164 Elo. A node of it costs more, how much more depends on
+``medium`` (``net:default``'s first file; the file shipped now rates within its noise) is the
+stronger net at equal nodes: 2703 on the ladder at 400 nodes a move against ``small``'s 2539,
+164 Elo. A node of it costs more, how much more depends on
 the machine: on the 2-core CPU the UCI engine searched 1,540 nodes/s with ``medium`` and 3,972 with
 ``small`` (0.39 of them), and under 10+0.1 ``small`` won the head-to-head by +117 Elo (40 games,
 [32, 219]). So 2.58 times the nodes were worth 164 + 117 = 281 Elo, 206 Elo per doubling of the
