@@ -137,6 +137,11 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
                     > "$json.tmp" && mv "$json.tmp" "$json"
             done ;;
         strength)
+            "$PY" -c "import frugalzero._native" 2>/dev/null || {
+                echo "strength: frugalzero's native core does not import with $PY: run the" \
+                    "build step first (and leave PYTHONPATH alone: src/ has no extension)" >&2
+                exit 1
+            }
             dir="$OUT/strength" data=runs/gpu-strength/data name=${S_NAME:-${S_ARCH:-medium}}
             mkdir -p "$dir"
             if [ -n "${S_DATA:-}" ]; then
