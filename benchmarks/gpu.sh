@@ -52,7 +52,6 @@ export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 STEPS=("${@:-build test bench hours ladder}")
 read -r -a STEPS <<< "${STEPS[*]}"
-SHARDS=("${STEPS[@]:1}")  # `shards DIR...`: the folders
 
 bench() {  # one `frugalzero bench` into bench.jsonl, with its command
     echo "== bench $*"
@@ -73,7 +72,7 @@ for step in "${STEPS[@]}"; do
             ls .dev/wheels ;;
         shards)
             [ "${STEPS[0]}" = shards ] || { echo "usage: gpu.sh shards DIR..." >&2; exit 2; }
-            for dir in "${SHARDS[@]}"; do
+            for dir in "${STEPS[@]:1}"; do  # `shards DIR...`: the folders
                 mkdir -p ".dev/data/$(basename "$dir")"
                 cp "$dir"/*.fzs ".dev/data/$(basename "$dir")/"
             done
