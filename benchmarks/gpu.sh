@@ -35,6 +35,10 @@
 # ($GPU_OUT/strength/run.tar.part-*): `cat run.tar.part-* | tar -x -C runs/gpu-strength` and
 # the same command resumes it there or on any machine, exactly.
 # `cuda` writes env.txt and runs the CUDA tests alone (the `test` step's first half).
+# `table` plays the clocked head to head of issue 46 there: `net:medium` against `net:small`
+# at 10+0.1 through `frugalzero uci`, T_GAMES (40) at T_CONC (4) at once, on the 20 openings of
+# the CPU's table (`openings`, here, writes them to .dev/openings/clock.epd), cut at T_S (500)
+# seconds; $GPU_OUT/table/gpu-10+0.1.{pgn,json} (the PGN keeps the games a cut run finished).
 # `shards DIR...`, here: copies the shards (*.fzs, not the PGN) of each DIR to .dev/data/NAME
 # for S_DATA. What travels is capped at 64 MiB and the tracked tree alone is ~83 MB, most of it
 # benchmarks/results: `slim`, here, moves that folder's records (all but epd/) out of the
@@ -135,6 +139,32 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
                     --pgn "benchmarks/results/60min-gpu/$method/ladder.pgn" --resume --json \
                     > "$json.tmp" && mv "$json.tmp" "$json"
             done ;;
+        openings)  # here, before the lease: the CPU table's 20 openings, as FEN, for `table`
+            mkdir -p .dev/openings
+            "$PY" - benchmarks/results/net-choice/cpu-10+0.1-ft.pgn > .dev/openings/clock.epd <<'EOF'
+import sys
+
+import chess.pgn
+
+starts = {}  # the book's index -> the position after its moves
+with open(sys.argv[1]) as pgn:
+    while (game := chess.pgn.read_game(pgn)) is not None:
+        board = game.board()
+        for node in game.mainline():
+            if node.comment.strip() != "book":
+                break
+            board.push(node.move)
+        starts.setdefault(game.headers["Opening"], board.fen())
+print("\n".join(starts.values()))
+EOF
+            wc -l .dev/openings/clock.epd ;;
+        table)  # the CPU's clocked head to head of the shipped nets, played on this machine
+            mkdir -p "$OUT/table"
+            timeout "${T_S:-500}" "$PY" -m frugalzero match "net:medium?tc=10+0.1" \
+                "net:small?tc=10+0.1" --games "${T_GAMES:-40}" --concurrency "${T_CONC:-4}" \
+                --openings "${T_BOOK:-.dev/openings/clock.epd}" --seed 28 \
+                --pgn "$OUT/table/gpu-10+0.1.pgn" --json > "$OUT/table/gpu-10+0.1.json"
+            tail -c 400 "$OUT/table/gpu-10+0.1.json" ;;
         strength)
             "$PY" -c "import frugalzero._native" 2>/dev/null || {
                 echo "strength: frugalzero's native core does not import with $PY: run the" \
@@ -176,6 +206,6 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
                     benchmarks/results/epd/heldout-sf12.epd \
                     --engine "net:$dir/$name.safetensors?nodes=1" --json | tee "$dir/heldout.json"
             fi ;;
-        *) echo "unknown step $step (wheels shards slim unslim build test cuda bench hours ladder strength)" >&2; exit 2 ;;
+        *) echo "unknown step $step (wheels shards openings slim unslim build test cuda bench hours ladder strength table)" >&2; exit 2 ;;
     esac
 done
