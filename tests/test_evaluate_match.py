@@ -22,7 +22,8 @@ from frugalzero.evaluate.sprt import SprtConfig
 
 FAKE_ENGINE = """#!{python}
 # A UCI engine for tests: random legal moves; once (marker file) it dies, hangs or (mode
-# "slow") thinks 1.5 s at a 'go', or (mode "startup") dies at its first 'uci' before answering.
+# "slow") thinks 1.5 s at a 'go', or (mode "startup") dies at its first 'uci' before answering;
+# mode "slowquit" takes 3 s to leave at 'quit'.
 # Every 'go' line is appended to MARKER + ".go".
 import os, random, signal, sys, time
 import chess
@@ -70,6 +71,8 @@ for line in sys.stdin:
         print("info depth 1 score cp 0 nodes 1")
         print("bestmove " + move.uci())
     elif words[0] == "quit":
+        if MODE == "slowquit":  # still tearing down when the match gives up waiting
+            time.sleep(3)
         break
     sys.stdout.flush()
 """
@@ -156,6 +159,25 @@ def test_random_loses_every_game_to_stockfish_1350():
     assert (s["wins"], s["draws"], s["losses"]) == (0, 0, 4)
     assert s["score"] == 0.0 and s["elo_ci95"][1] < 0
     assert all(o.reason == "checkmate" or "resigns" in o.reason for o in result.outcomes)
+
+
+def test_an_engine_slow_to_quit_is_killed_and_reaped_before_close_returns(tmp_path):
+    # A `frugalzero uci` seat (PyTorch) can take longer to exit than close() waits: it is
+    # killed then, and must be reaped before the event loop closes, which otherwise logs
+    # "Loop ... that handles pid ... is closed" at the end of a clocked match.
+    import asyncio
+
+    from frugalzero.evaluate.engines import UciPlayer
+
+    async def start_and_close() -> asyncio.Future[int]:
+        player = UciPlayer(parse_spec(fake_engine(tmp_path, "slowquit", at=0)), 10.0)
+        await player.start()
+        protocol = player._engine
+        await player.close()
+        return protocol.returncode
+
+    returncode = asyncio.run(start_and_close())
+    assert returncode.done() and returncode.result() == -signal.SIGKILL
 
 
 def test_a_crashing_engine_loses_that_game_only(tmp_path):

@@ -170,5 +170,8 @@ class UciPlayer(Player):
         if transport is not None:
             with contextlib.suppress(Exception):
                 transport.kill()
+            if engine is not None:  # reaped before the event loop closes, which would
+                with contextlib.suppress(Exception):  # otherwise log "Loop ... is closed"
+                    await asyncio.wait_for(asyncio.shield(engine.returncode), 2.0)
             with contextlib.suppress(Exception):
                 transport.close()
