@@ -141,21 +141,16 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
             done ;;
         openings)  # here, before the lease: the CPU table's 20 openings, as FEN, for `table`
             mkdir -p .dev/openings
-            "$PY" - benchmarks/results/net-choice/cpu-10+0.1-ft.pgn > .dev/openings/clock.epd <<'EOF'
+            "$PY" - ../shared/openings/8moves_v3.pgn benchmarks/results/net-choice/cpu-10+0.1-ft.pgn \
+                > .dev/openings/clock.epd <<'EOF'
+import re
 import sys
 
-import chess.pgn
+from frugalzero.chess.positions import load_book
 
-starts = {}  # the book's index -> the position after its moves
-with open(sys.argv[1]) as pgn:
-    while (game := chess.pgn.read_game(pgn)) is not None:
-        board = game.board()
-        for node in game.mainline():
-            if node.comment.strip() != "book":
-                break
-            board.push(node.move)
-        starts.setdefault(game.headers["Opening"], board.fen())
-print("\n".join(starts.values()))
+book, played = sys.argv[1:]
+names = set(re.findall(r'\[Opening "([^"]+)"\]', open(played).read()))  # e.g. 8moves_v3.pgn#228
+print("\n".join(o.board().fen() for o in load_book(book) if o.name in names))
 EOF
             wc -l .dev/openings/clock.epd ;;
         table)  # the CPU's clocked head to head of the shipped nets, played on this machine
