@@ -162,3 +162,21 @@ def test_annealing_over_the_budget_sets_each_rate_by_the_minutes_spent(tmp_path,
     assert seconds == pytest.approx([120.0, 180.0, 240.0, 300.0, 360.0, 420.0])
     with pytest.raises(UserError, match="anneal 'budget' needs minutes"):
         load_config(RunConfig, "smoke", ["budget.anneal=budget"])
+
+
+def test_filling_the_budget_grows_only_the_last_iterations_training(tmp_path):
+    overrides = ["budget.iterations=2", "budget.minutes=10", "budget.fill=true"]
+    config = load_config(RunConfig, "smoke", overrides)
+    loop = RunLoop(config, tmp_path / "run", Console(quiet=True))
+    loop._initial_net()
+    grows = []
+    for iteration, fraction in ((0, 1.0), (1, 1.0), (0, 0.5)):
+        loop.state.iteration, loop.state.current = iteration, {"fraction": fraction}
+        trainer = loop._trainer_for()
+        assert trainer.seconds_left is not None
+        grows.append(trainer.grow)
+    assert grows == [False, True, True]  # the first of two is not the last; a cut one is
+    loop.config = load_config(RunConfig, "smoke", overrides[:2])
+    assert loop._trainer_for().grow is False
+    with pytest.raises(UserError, match="fill needs minutes and fit"):
+        load_config(RunConfig, "smoke", ["budget.fill=true"])

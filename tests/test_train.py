@@ -411,8 +411,59 @@ def test_training_past_its_time_still_gets_a_quarter_of_its_steps(tmp_path, monk
     trainer = Trainer(cfg, tiny(), tmp_path, tensorboard=False)
     trainer.configure(cfg, None, lambda: -30.0)
     trainer.run_iteration(TensorSet(synthetic(80)))
-    (fit,) = read_metrics(tmp_path, "fit")
-    assert fit["fitted_steps"] == 250 == read_metrics(tmp_path, "train")[-1]["step"]
+    fits = read_metrics(tmp_path, "fit")
+    assert [f["fitted_steps"] for f in fits] == [250, 250]  # fitted at step 100 and again at 200
+    assert read_metrics(tmp_path, "train")[-1]["step"] == 250
+
+
+class _SlowingClock(_Clock):
+    """Each reading ``cost`` seconds later, the cost doubling once ``slow_after`` is passed."""
+
+    def __init__(self, slow_after: float = math.inf) -> None:
+        super().__init__()
+        self.slow_after = slow_after
+
+    def perf_counter(self) -> float:
+        self.now += 1.0 if self.now < self.slow_after else 2.0
+        return self.now
+
+
+def _fitted_run(run_dir, monkeypatch, steps: int, budget: float, grow: bool, slow_after=math.inf):
+    """A main phase of ``steps`` planned steps on a fake clock with ``budget`` seconds in all;
+    returns (fits, the train records, the clock at the end)."""
+    import frugalzero.train.trainer as trainer_module
+
+    clock = _SlowingClock(slow_after)
+    monkeypatch.setattr(trainer_module, "time", clock)
+    cfg = config(steps=steps, swa_cycles=0, log_every=1)
+    trainer = Trainer(cfg, tiny(), run_dir, tensorboard=False)
+    trainer.configure(cfg, None, lambda: budget - clock.now, grow)
+    trainer.run_iteration(TensorSet(synthetic(80)))
+    return read_metrics(run_dir, "fit"), read_metrics(run_dir, "train"), clock.now
+
+
+def test_a_growing_phase_fills_the_seconds_left_and_anneals_over_them(tmp_path, monkeypatch):
+    """With ``grow`` a phase planned for 150 steps on a clock with room for ~330 trains ~330,
+    the rate annealed over all of them; without it, it trains its 150 (too few to time)."""
+    fits, train, end = _fitted_run(tmp_path / "grow", monkeypatch, 150, 1000.0, grow=True)
+    assert 310 <= fits[0]["fitted_steps"] <= 333 and fits[0]["steps"] == 150
+    assert train[-1]["step"] == fits[-1]["fitted_steps"]
+    assert train[-1]["lr"] < 0.05 * train[0]["lr"]
+    assert 900 <= end <= 1000
+    fits, train, end = _fitted_run(tmp_path / "cap", monkeypatch, 150, 1000.0, grow=False)
+    assert fits == [] and train[-1]["step"] == 150 and end < 500
+
+
+def test_a_phase_that_slows_down_is_fitted_again_and_still_ends_near_its_time(
+    tmp_path, monkeypatch
+):
+    """Timed once on its first 100 steps, a phase whose steps then cost twice as much would
+    run far past its time; fitted again as it goes, it ends near it."""
+    fits, train, end = _fitted_run(tmp_path, monkeypatch, 1000, 1200.0, False, slow_after=400.0)
+    first, last = fits[0]["fitted_steps"], fits[-1]["fitted_steps"]
+    assert 360 <= first <= 400  # ~3 s a step: ~1200 / 3 steps fit
+    assert last < 0.8 * first and train[-1]["step"] == last
+    assert end < 1.1 * 1200 < 400 + (first - 130) * 6  # the one fit would end past 1.6x
 
 
 def test_adam_state_survives_a_restart(tmp_path):

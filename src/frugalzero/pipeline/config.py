@@ -33,6 +33,11 @@ class BudgetConfig:
     minutes left (measured on the finished iterations), and any iteration's training to the
     steps that fit (timed on its first 100), so the run ends near its budget instead of up to
     an iteration past it; false = every iteration whole."""
+    fill: bool = False
+    """With ``minutes`` and ``fit``: the last iteration's training (the last of
+    ``iterations``, or one cut to fit) also grows past its steps to the steps that fit the
+    minutes left, its cosine stretched over them, so a machine faster than the preset planned
+    for trains for the whole budget instead of finishing early."""
     anneal: Literal["iteration", "budget"] = "iteration"
     """With a cosine rate: 'iteration' anneals every iteration from the peak rate, 'budget' once
     over ``minutes`` (each step's rate set by the minutes elapsed, so only the last iterations
@@ -45,6 +50,7 @@ class BudgetConfig:
             (min(limits) >= 0, "limits must be >= 0"),
             (any(limits), "set iterations, minutes or positions (all are 0)"),
             (self.anneal == "iteration" or self.minutes > 0, "anneal 'budget' needs minutes"),
+            (not self.fill or (self.minutes > 0 and self.fit), "fill needs minutes and fit"),
         ]
         check(self, "budget", checks)
 

@@ -189,8 +189,16 @@ class RunLoop:
             seconds_left = lambda: training_seconds_left(  # noqa: E731
                 self.config, self.elapsed(), finished
             )
-        self._trainer.configure(train, run_progress, seconds_left)
+        grow = budget.fill and self._last_iteration()
+        self._trainer.configure(train, run_progress, seconds_left, grow)
         return self._trainer
+
+    def _last_iteration(self) -> bool:
+        """Whether the iteration under way is the run's last: the last of ``iterations``, or
+        one cut to the minutes left (what fits after it is less than ``MIN_FRACTION``)."""
+        b, s = self.config.budget, self.state
+        last_of_count = bool(b.iterations) and s.iteration + 1 >= b.iterations
+        return last_of_count or s.current.get("fraction", 1.0) < 1
 
     def _train(self) -> None:
         from frugalzero.data.selection import replay_window

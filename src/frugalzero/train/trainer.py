@@ -68,6 +68,8 @@ FIT_PROBE_STEPS = 100
 """Main-phase steps timed before the phase is cut to fit a time limit."""
 FIT_SKIP_STEPS = 10
 """Of those, the first ones not timed (allocations, compilation, caches warming up)."""
+FIT_SEGMENTS = 8
+"""After the first fit, the phase is timed and fitted again every this share of its length."""
 FIT_MIN_SHARE = 0.25
 """A phase is never cut below this share of its steps: a net trained less would be of no use
 to anyone, so a run whose data ran late ends late instead."""
@@ -219,6 +221,8 @@ class Trainer:
         own steps."""
         self.seconds_left: Callable[[], float] | None = None
         """For a run on a clock (``configure``), the seconds its training may still take."""
+        self.grow = False
+        """With ``seconds_left``: the main phase may also grow past its steps to fill them."""
         self._model: Any = self.net
         self.compiled = False
         self._skipped = torch.zeros((), device=self.device)  # steps skipped since the last save
@@ -254,15 +258,18 @@ class Trainer:
         config: TrainConfig,
         run_progress: Callable[[], float] | None = None,
         seconds_left: Callable[[], float] | None = None,
+        grow: bool = False,
     ) -> None:
         """The settings of the next (or the stopped) iteration, the run's budget share for a
         run annealing over its budget, and for a run on a clock the seconds its training may
-        still take (the main phase is cut to fit them). Settings may change between
-        iterations; an iteration stopped mid-way goes on only with the ones it started with."""
+        still take (the main phase is cut to fit them, or with ``grow`` also lengthened).
+        Settings may change between iterations; an iteration stopped mid-way goes on only with
+        the ones it started with."""
         self._check_resumable(to_dict(self.config), config, self.progress)
         self.config = config
         self.run_progress = run_progress
         self.seconds_left = seconds_left
+        self.grow = grow
 
     def iteration_summary(self, number: int) -> dict[str, Any]:
         """What ``run_iteration`` returned for iteration ``number`` (from the metrics): for a
@@ -299,43 +306,59 @@ class Trainer:
         if self._passed("main"):
             return self._phase_metrics.get("main", {})
         p = self.progress
-        total = p.main_total or self.main_steps(len(train))
-        self._maybe_compile(total * self.config.batch_size)
+        planned = self.main_steps(len(train))
+        self._maybe_compile((p.main_total or planned) * self.config.batch_size)
         run_share = self.run_progress
 
-        def lr_at(step: int) -> float:  # reads ``total`` when called: it may be cut below
+        def lr_at(step: int) -> float:  # reads the phase's length when called: a fit sets it
             share = run_share() if run_share is not None else None
-            return main_phase_lr(self.config, step, total, share)
+            return main_phase_lr(self.config, step, p.main_total or planned, share)
 
-        if self.seconds_left is not None and not p.main_total:
-            total = p.main_total = self._fit_main(train, total, lr_at)
-        result = self._run_steps(train, "main", total, lr_at)
+        if self.seconds_left is not None:
+            self._fit_main(train, planned, lr_at)
+        result = self._run_steps(train, "main", p.main_total or planned, lr_at)
         self._phase_metrics["main"] = result
         self._enter("swa")
         return result
 
-    def _fit_main(self, train: SampleSet, total: int, lr_at: Callable[[int], float]) -> int:
-        """The main phase's length in steps, cut to what fits in ``seconds_left``: the first
-        ``FIT_PROBE_STEPS`` steps are trained (at the rates of the uncut length: a fraction of
-        a percent from the cut one's) and timed, then the steps that fit, after the SWA
-        cycles' share, become the phase's length, never under ``FIT_MIN_SHARE`` of it. Too
-        short a phase to time keeps its length."""
+    def _fit_main(self, train: SampleSet, planned: int, lr_at: Callable[[int], float]) -> None:
+        """Trains the main phase up to its last segment, fitting its length
+        (``progress.main_total``) to ``seconds_left`` on the way: the first
+        ``FIT_PROBE_STEPS`` steps are trained (at the rates of the planned length: a fraction
+        of a percent from the fitted one's) and timed, the steps that fit, after the SWA
+        cycles' share, become the phase's length, and every ``1 / FIT_SEGMENTS`` of it the
+        steps since the last fit are timed and the length fitted again, so a machine that
+        slows down or speeds up mid-way still ends near its time. The length never exceeds
+        the planned steps unless ``grow`` (a run filling its budget), and is never under
+        ``FIT_MIN_SHARE`` of them. Too short a phase to time (twice the probe, or the probe
+        when growing) keeps its length. Each fit is saved: a resumed iteration goes on with
+        the length it had."""
         assert self.seconds_left is not None
-        p = self.progress
-        probe = max(FIT_PROBE_STEPS, p.step + 2 * FIT_SKIP_STEPS)
-        if total <= 2 * probe:
-            return total
-        clock: list[float] = []
-        self._run_steps(train, "main", total, lr_at, stop_at=probe, clock=clock)
-        timed = clock[FIT_SKIP_STEPS:]
-        seconds_per_step = (timed[-1] - timed[0]) / (len(timed) - 1)
-        swa = self.config.swa_cycles * steps_per_epoch(len(train), self.config.batch_size)
-        fits = p.step + int(self.seconds_left() / seconds_per_step) - swa
-        fitted = min(total, max(p.step + 1, fits, math.ceil(FIT_MIN_SHARE * total)))
-        record = {"steps": total, "fitted_steps": fitted, "seconds_per_step": seconds_per_step}
-        self.metrics.write("fit", self.number, p.global_step, record)
-        self.save()  # the decision is kept: a resumed iteration trains as long
-        return fitted
+        p, c = self.progress, self.config
+        swa = c.swa_cycles * steps_per_epoch(len(train), c.batch_size)
+        cap = math.inf if self.grow else planned
+        while True:
+            total = p.main_total or planned
+            if p.main_total:
+                segment = max(FIT_PROBE_STEPS, math.ceil(total / FIT_SEGMENTS))
+                stop = p.step + segment
+            else:
+                stop = max(FIT_PROBE_STEPS, p.step + 2 * FIT_SKIP_STEPS)
+                if total <= (stop if self.grow else 2 * stop):
+                    return
+            if stop >= total:
+                return
+            clock: list[float] = []
+            self._run_steps(train, "main", total, lr_at, stop_at=stop, clock=clock)
+            timed = clock[FIT_SKIP_STEPS:]
+            seconds_per_step = (timed[-1] - timed[0]) / (len(timed) - 1)
+            fits = p.step + int(self.seconds_left() / seconds_per_step) - swa
+            fitted = int(min(cap, max(p.step + 1, fits, math.ceil(FIT_MIN_SHARE * planned))))
+            record = {"steps": planned, "fitted_steps": fitted}
+            record["seconds_per_step"] = seconds_per_step
+            self.metrics.write("fit", self.number, p.global_step, record)
+            p.main_total = fitted
+            self.save()
 
     def swa(self, train: SampleSet) -> dict[str, float]:
         """C one-epoch cycles at a constant rate; the cycle-end weights are averaged into the
