@@ -31,8 +31,8 @@ class BudgetConfig:
     fit: bool = True
     """With ``minutes``: cut the last iteration's games and training steps to what fits in the
     minutes left (measured on the finished iterations), and any iteration's training to the
-    steps that fit (timed on its first 100), so the run ends near its budget instead of up to
-    an iteration past it; false = every iteration whole."""
+    steps that fit (timed on its first 100, and again every eighth of the phase), so the run
+    ends near its budget instead of up to an iteration past it; false = every iteration whole."""
     fill: bool = False
     """With ``minutes`` and ``fit``: the last iteration's training (the last of
     ``iterations``, or one cut to fit) also grows past its steps to the steps that fit the
