@@ -417,7 +417,7 @@ def test_training_past_its_time_still_gets_a_quarter_of_its_steps(tmp_path, monk
 
 
 class _SlowingClock(_Clock):
-    """Each reading ``cost`` seconds later, the cost doubling once ``slow_after`` is passed."""
+    """Each reading one second later, two once the clock has passed ``slow_after``."""
 
     def __init__(self, slow_after: float = math.inf) -> None:
         super().__init__()

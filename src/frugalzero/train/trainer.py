@@ -344,7 +344,7 @@ class Trainer:
                 stop = p.step + segment
             else:
                 stop = max(FIT_PROBE_STEPS, p.step + 2 * FIT_SKIP_STEPS)
-                if total <= (stop if self.grow else 2 * stop):
+                if not self.grow and total <= 2 * stop:
                     return
             if stop >= total:
                 return
@@ -354,8 +354,11 @@ class Trainer:
             seconds_per_step = (timed[-1] - timed[0]) / (len(timed) - 1)
             fits = p.step + int(self.seconds_left() / seconds_per_step) - swa
             fitted = int(min(cap, max(p.step + 1, fits, math.ceil(FIT_MIN_SHARE * planned))))
-            record = {"steps": planned, "fitted_steps": fitted}
-            record["seconds_per_step"] = seconds_per_step
+            record = {
+                "steps": planned,
+                "fitted_steps": fitted,
+                "seconds_per_step": seconds_per_step,
+            }
             self.metrics.write("fit", self.number, p.global_step, record)
             p.main_total = fitted
             self.save()
