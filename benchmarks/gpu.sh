@@ -6,10 +6,13 @@
 # GPU-hour and its ladder rating.
 #
 #   benchmarks/gpu.sh [STEP...]      steps: build test bench hours ladder (default: all)
-#   benchmarks/gpu.sh build strength issue 46 in one lease: Stockfish's games made there on
-#                                    every core, then a net trained on them on the GPU and
-#                                    its raw policy on the held-out suite (not in the default)
-#   benchmarks/gpu.sh wheels         here, before the lease: the wheels `build` installs there
+#   benchmarks/gpu.sh build games strength   issue 46 in one lease: the recipe's next parts of
+#                                    Stockfish's games made there on its cores, then a net
+#                                    trained on them on the GPU and its raw policy on the
+#                                    held-out suite (not in the default)
+#   benchmarks/gpu.sh wheels engine openings   here, before the lease: what `build` installs
+#                                    there (wheels, Stockfish) and the books `games` and
+#                                    `table` play from
 #   benchmarks/gpu.sh shards DIR...  here, before the lease: shards for `strength` to train on
 #   benchmarks/gpu.sh slim | unslim  here, around the calls: the records out of the way
 #
@@ -22,11 +25,20 @@
 # benchmark (default 150 s). Records go to GPU_OUT (default benchmarks/results/gpu): env.txt,
 # cuda-tests.log, suite.log, bench.jsonl (one line per benchmark: its command and JSON), and
 # each hour's record as compare.sh keeps it. The hours and the ladder resume; test and bench
-# run again. `strength` takes S_GAMES (40000: ~4 minutes on 15 cores at 400 nodes), S_ARCH
-# (medium; `large` and `attention` are the sizes to compare it with), S_EPOCHS (1.5), S_BATCH
-# (1024), S_LR (0.2) and S_DEVICE (cuda), and writes to
-# $GPU_OUT/strength: the data's and the training's JSON, the net, heldout.json. The data stays
-# on the machine (runs/gpu-strength): a lease's files come back only under $OUT.
+# run again.
+# `games` makes parts of benchmarks/train_default.sh's runs/big recipe (5,000 games each, part i
+# from seed 4600 + i, the 2-move book plus 2 random plies, 400 nodes) from part G_FIRST (11:
+# net:default was trained on 0-10) with G_WORKERS engines (0: every core) for G_S seconds (300),
+# in the background while the next steps run; a part cut by the clock is dropped. A part is a
+# function of its seed, so a part made there is the part this machine would make: the data
+# never travels, only Stockfish (`engine`, here: the Debian binary, xz-packed, ~21 MB of the
+# 64 MiB a call carries; `build` unpacks it) and the book (`openings`). Its log and each part's
+# JSON go to $GPU_OUT/games. (G_PART: another part size, for a rehearsal here; not the recipe's.)
+# `strength` trains on the parts `games` made (waiting for it; run alone, it makes them first)
+# and takes S_ARCH (medium; `large` and `attention` are the sizes to compare it with), S_EPOCHS
+# (1.5), S_BATCH (1024), S_LR (0.2) and S_DEVICE (cuda), and writes to $GPU_OUT/strength: the
+# training's JSON, the net, heldout.json. The data stays on the machine (runs/big): a lease's
+# files come back only under $OUT.
 # S_DATA names shard folders carried there instead (no games are made), S_INIT a net to go on
 # from (a file or a shipped name) instead of a fresh S_ARCH, S_NAME the net's file name,
 # S_LAMBDA the value target's share of Stockfish's evaluation (1), S_HELDOUT=0 skips the held-
@@ -68,8 +80,37 @@ bench() {  # one `frugalzero bench` into bench.jsonl, with its command
 
 WHEELS=(scikit-build-core nanobind packaging pathspec chess rich markdown-it-py mdurl pygments)
 
+GAMES_PID=
+parts_made() {  # the parts `games` finished, as folders
+    local json
+    for json in runs/big/data/part-*.json; do
+        [ -s "$json" ] && echo "${json%.json}"
+    done
+}
+
 for step in "${STEPS[@]}"; do
     case $step in
+        engine)  # here, before the lease: Stockfish for `games`, packed to travel
+            mkdir -p .dev/bin
+            xz -6 -T0 -c "${ENGINE:-/usr/games/stockfish}" > .dev/bin/stockfish.xz.tmp \
+                && mv .dev/bin/stockfish.xz.tmp .dev/bin/stockfish.xz
+            ls -la .dev/bin ;;
+        games)
+            mkdir -p "$OUT/games"
+            [ -x runs/bin/stockfish ] || { echo "games: no runs/bin/stockfish: build" >&2; exit 1; }
+            (
+                timeout "${G_S:-300}" env FZ="$PY -m frugalzero" ENGINE=runs/bin/stockfish \
+                    OPENINGS=.dev/openings/2moves_v1.epd BOOK_PLIES=2 GAMES=300000 SEED=4600 \
+                    PART="${G_PART:-5000}" FIRST="${G_FIRST:-11}" WORKERS="${G_WORKERS:-0}" \
+                    STAGES=data benchmarks/train_default.sh runs/big
+                for dir in runs/big/data/part-*/; do  # cut by the clock: dropped
+                    [ -s "${dir%/}.json" ] || rm -rf "$dir"
+                done
+                rm -f runs/big/data/part-*.json.tmp
+                cp runs/big/data/part-*.json "$OUT/games/" 2>/dev/null
+                echo "games: $(parts_made | wc -l) parts made"
+            ) > "$OUT/games/games.log" 2>&1 &
+            GAMES_PID=$! ;;
         wheels)
             mkdir -p .dev/wheels
             "$PY" -m pip download -q --only-binary=:all: --no-deps -d .dev/wheels "${WHEELS[@]}"
@@ -98,7 +139,15 @@ for step in "${STEPS[@]}"; do
             "$PY" -m pip install -q --no-index --find-links .dev/wheels "${WHEELS[@]}"
             "$PY" -m pip install -q --no-index --no-build-isolation --no-deps -e . \
                 || { echo "the native core did not build" >&2; exit 1; }
-            "$PY" -c "import frugalzero._native" ;;
+            "$PY" -c "import frugalzero._native" || exit 1
+            if [ -s .dev/bin/stockfish.xz ] && [ ! -x runs/bin/stockfish ]; then
+                mkdir -p runs/bin  # outside .dev, which is what a call carries
+                sf=runs/bin/stockfish
+                unpack='import lzma, sys; open(sys.argv[2], "wb").write(lzma.open(sys.argv[1]).read())'
+                "$PY" -c "$unpack" .dev/bin/stockfish.xz "$sf.tmp" && chmod 755 "$sf.tmp" \
+                    && mv "$sf.tmp" "$sf"
+                echo uci | runs/bin/stockfish | grep "^id name"
+            fi ;;
         test|cuda)
             {
                 date -u
@@ -139,8 +188,9 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
                     --pgn "benchmarks/results/60min-gpu/$method/ladder.pgn" --resume --json \
                     > "$json.tmp" && mv "$json.tmp" "$json"
             done ;;
-        openings)  # here, before the lease: the CPU table's 20 openings, as FEN, for `table`
-            mkdir -p .dev/openings
+        openings)  # here, before the lease: the CPU table's 20 openings, as FEN, for `table`,
+            mkdir -p .dev/openings  # and the book of the recipe's parts, for `games`
+            install -m 644 ../shared/openings/2moves_v1.epd .dev/openings/
             "$PY" - ../shared/openings/8moves_v3.pgn benchmarks/results/net-choice/cpu-10+0.1-ft.pgn \
                 > .dev/openings/clock.epd <<'EOF'
 import re
@@ -166,19 +216,19 @@ EOF
                     "build step first (and leave PYTHONPATH alone: src/ has no extension)" >&2
                 exit 1
             }
-            dir="$OUT/strength" data=runs/gpu-strength/data name=${S_NAME:-${S_ARCH:-medium}}
+            dir="$OUT/strength" name=${S_NAME:-${S_ARCH:-medium}}
             mkdir -p "$dir"
             if [ -n "${S_DATA:-}" ]; then
                 read -r -a shards <<< "$S_DATA"
             else
-                shards=("$data")
-                if [ ! -s "$dir/data.json" ]; then
-                    rm -rf "$data"
-                    "$PY" -m frugalzero sfgames --games "${S_GAMES:-40000}" --nodes 400 \
-                        --max-plies 300 --seed 4600 --out "$data" --json > "$dir/data.json.tmp" \
-                        && mv "$dir/data.json.tmp" "$dir/data.json"
+                if [ -z "$GAMES_PID" ] && [ -z "$(parts_made)" ]; then
+                    "$0" games || exit 1  # no parts yet: make them first
                 fi
-                cat "$dir/data.json"
+                [ -n "$GAMES_PID" ] && wait "$GAMES_PID"
+                GAMES_PID=
+                mapfile -t shards < <(parts_made)
+                [ "${#shards[@]}" -gt 0 ] || { echo "strength: no parts were made" >&2; exit 1; }
+                echo "strength: ${#shards[@]} parts: ${shards[*]}"
             fi
             start=(--arch "${S_ARCH:-medium}")
             [ -n "${S_INIT:-}" ] && start=(--net "$S_INIT")
@@ -201,6 +251,11 @@ EOF
                     benchmarks/results/epd/heldout-sf12.epd \
                     --engine "net:$dir/$name.safetensors?nodes=1" --json | tee "$dir/heldout.json"
             fi ;;
-        *) echo "unknown step $step (wheels shards openings slim unslim build test cuda bench hours ladder strength table)" >&2; exit 2 ;;
+        *) echo "unknown step $step (wheels engine shards openings slim unslim build test cuda" \
+                "bench hours ladder games strength table)" >&2; exit 2 ;;
     esac
 done
+if [ -n "$GAMES_PID" ]; then  # the games end with the command that started them
+    wait "$GAMES_PID"
+    tail -n 3 "$OUT/games/games.log"
+fi

@@ -42,6 +42,15 @@
 #                 shards made elsewhere
 #   TRAIN=...     extra training flags (e.g. "--batch-size 1024 --device cuda")
 #   FZ=...        the command (default .venv/bin/frugalzero)
+#   ENGINE=       the Stockfish executable (default: `stockfish` on PATH or in /usr/games);
+#                 WORKERS=0 engines at once (0: one per core)
+#   FIRST=0       the first part to make: parts before it were made (and trained on) elsewhere
+#   STAGES="data train heldout ladder"   the stages to run (a GPU machine: data, then train)
+#
+# A part is a function of its seed (games written in number order, each engine cleared per
+# game): made again anywhere with the same Stockfish build, it holds the same games in the same
+# order (the shards' data byte for byte), so the data need not be kept or carried, only its
+# recipe: a GPU lease makes the parts it trains on with the machine's own cores (gpu.sh).
 #
 # Resumable at every stage, across sessions: a part is done when its JSON is there (a part cut
 # short is made again from scratch), training resumes from its run directory, and the ladder
@@ -65,21 +74,29 @@ RUNGS=${RUNGS:-}
 DATA=${DATA:-}
 TRAIN=${TRAIN:-}
 FZ=${FZ:-.venv/bin/frugalzero}  # "python -m frugalzero" where there is no venv
+ENGINE=${ENGINE:-}
+WORKERS=${WORKERS:-0}
+FIRST=${FIRST:-0}
+STAGES=" ${STAGES:-data train heldout ladder} "
 mkdir -p "$OUT/data"
 
 starts=(--random-plies 8)
 if [ -n "$OPENINGS" ]; then
     starts=(--openings "$OPENINGS" --book-random-plies "$BOOK_PLIES")
 fi
+engines=(--workers "$WORKERS")
+[ -n "$ENGINE" ] && engines+=(--engine "$ENGINE")
 parts=$(((GAMES + PART - 1) / PART))
-for ((i = 0; i < parts; i++)); do
+[[ $STAGES == *" data "* ]] || parts=0
+for ((i = FIRST; i < parts; i++)); do
     json="$OUT/data/part-$i.json"
     [ -s "$json" ] && continue
     games=$((i == parts - 1 ? GAMES - i * PART : PART))
     rm -rf "$OUT/data/part-$i"
     echo "part $((i + 1))/$parts: $games games"
-    $FZ sfgames --games "$games" --nodes 400 "${starts[@]}" --seed $((SEED + i)) \
-        --set engine.multipv="$MULTIPV" --out "$OUT/data/part-$i" --json > "$json.tmp"
+    $FZ sfgames --games "$games" --nodes 400 "${starts[@]}" "${engines[@]}" \
+        --seed $((SEED + i)) --set engine.multipv="$MULTIPV" --out "$OUT/data/part-$i" --json \
+        > "$json.tmp"
     mv "$json.tmp" "$json"
 done
 
@@ -89,18 +106,19 @@ if [ -n "$INIT" ]; then
 else
     start=(--arch "$ARCH" --value-head "$HEAD")
 fi
-if [ ! -s "$OUT/train.json" ]; then
+if [[ $STAGES == *" train "* ]] && [ ! -s "$OUT/train.json" ]; then
     # shellcheck disable=SC2086  # DATA and TRAIN are words on purpose
     $FZ train --data "$OUT/data" $DATA "${start[@]}" --out "$net" --epochs "$EPOCHS" --lr "$LR" \
         --swa-cycles 0 --set value_lambda="$LAMBDA" $TRAIN --json > "$OUT/train.json.tmp"
     mv "$OUT/train.json.tmp" "$OUT/train.json"
 fi
 # the raw policy (1 node) on the held-out suite, the issue's best-move agreement
-if [ ! -s "$OUT/heldout.json" ]; then
+if [[ $STAGES == *" heldout "* ]] && [ ! -s "$OUT/heldout.json" ]; then
     $FZ eval-epd benchmarks/results/epd/heldout-sf12.epd --engine "net:$net?nodes=1" --json \
         > "$OUT/heldout.json.tmp"
     mv "$OUT/heldout.json.tmp" "$OUT/heldout.json"
 fi
+[[ $STAGES == *" ladder "* ]] || exit 0
 # shellcheck disable=SC2086  # RUNGS is words on purpose
 $FZ ladder "net:$net?nodes=400" --pgn "$OUT/ladder.pgn" --resume $RUNGS --json \
     | tee "$OUT/ladder.json"

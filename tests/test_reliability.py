@@ -27,13 +27,14 @@ from frugalzero.data.records import GameRecord
 from frugalzero.data.shards import MAGIC, ShardError, shard_bytes, shard_info, write_shard
 from frugalzero.data.synthetic import selfplay_like_games
 from frugalzero.errors import UserError
+from frugalzero.expert.sfgames import InOrder
 from frugalzero.layout import RunLayout
 from frugalzero.nn.checkpoint import NetFileError, NetMeta, load_net, save_net
 from frugalzero.nn.config import architecture
 from frugalzero.nn.model import PolicyValueNet
 from frugalzero.pipeline.clock import RunClock
 from frugalzero.pipeline.config import RunConfig
-from frugalzero.pipeline.generate import GAMES_PER_SHARD, InOrder
+from frugalzero.pipeline.generate import GAMES_PER_SHARD
 from frugalzero.pipeline.identity import open_run
 from frugalzero.pipeline.state import RunState
 from frugalzero.runtime.files import atomic_write_text
@@ -375,7 +376,7 @@ class _Writer:
 def test_games_are_written_in_number_order_whatever_order_they_finish_in():
     writer = _Writer()
     numbers = list(range(3, GAMES_PER_SHARD + 5))
-    order = InOrder(writer, numbers)  # (0, 1, 2 were written before a kill)
+    order = InOrder(writer.add, numbers, writer.flush, GAMES_PER_SHARD)  # 0-2: before a kill
     finished = sorted(numbers, key=lambda n: (n * 7) % 11)  # an order workers might give
     for n in finished:
         if n == 9:

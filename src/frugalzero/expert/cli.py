@@ -161,7 +161,7 @@ def _sfgames(args: argparse.Namespace) -> int:
     from frugalzero.data.pgnwriter import PgnWriter
     from frugalzero.data.shards import ShardWriter
     from frugalzero.expert.explore import label_playouts, summary
-    from frugalzero.expert.sfgames import game_tasks
+    from frugalzero.expert.sfgames import InOrder, game_number, game_tasks
     from frugalzero.output import emit
 
     _check_count("games", args.games)
@@ -182,13 +182,19 @@ def _sfgames(args: argparse.Namespace) -> int:
             shards.add(record)
             pgn.add(record)
 
+        order = InOrder(sink, list(range(args.games)))  # the same seed: the same bytes
         try:
             with _progress(args.games, "sfgames", start) as update:
-                tasks = game_tasks(config, args.games, openings)
                 stats = label_playouts(
-                    pool, tasks, sink, config.queue, lambda s: update(s.playouts, s.labels)
+                    pool,
+                    game_tasks(config, args.games, openings, "s"),
+                    lambda record: order.add(game_number("s", record.game_id), record),
+                    config.queue,
+                    lambda s: update(s.playouts, s.labels),
+                    lambda task: order.skip(game_number("s", task.game_id)),
                 )
         finally:
+            order.drain()  # stopped early: the finished games behind a missing one too
             shard_paths, pgn_paths = shards.close(), pgn.close()
         elapsed = time.perf_counter() - start
         base = summary(stats, elapsed, pool.stats())

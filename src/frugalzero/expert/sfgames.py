@@ -9,7 +9,7 @@ Games are written as shards (training) and as PGN with the engine's evaluations 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import chess
@@ -17,6 +17,7 @@ import chess
 from frugalzero.chess.positions import Opening, OpeningSampler
 from frugalzero.chess.rules import game_result
 from frugalzero.config import check
+from frugalzero.data.records import GameRecord
 from frugalzero.expert.engine import EngineConfig
 from frugalzero.expert.playout import PlayoutTask
 
@@ -112,3 +113,50 @@ def game_number(prefix: str, game_id: str) -> int | None:
     """The number in ``game_id`` when it is one of ``prefix``'s games, else None."""
     rest = game_id[len(prefix) :] if game_id.startswith(prefix) else ""
     return int(rest) if rest.isdigit() else None
+
+
+class InOrder:
+    """Hands ``sink`` the games numbered ``numbers`` in that order, whatever order the engines
+    finish them in. Each game is a function of the seed and its number, so written this way
+    the same games are the same shards (byte for byte but for the time in their headers) on
+    any machine, with any number of engines: data made again from its seed need not travel. A game given up (``skip``) is passed over. With
+    ``every`` > 0, ``boundary`` is called after each ``every``-th number (the pipeline closes
+    a shard there, so a run cut and resumed has the shards of one never cut)."""
+
+    def __init__(
+        self,
+        sink: Callable[[GameRecord], None],
+        numbers: list[int],
+        boundary: Callable[[], None] | None = None,
+        every: int = 0,
+    ) -> None:
+        self.sink = sink
+        self.numbers = numbers
+        self.boundary = boundary
+        self.every = every
+        self.position = 0
+        self.waiting: dict[int, GameRecord | None] = {}
+
+    def add(self, number: int, record: GameRecord | None) -> None:
+        self.waiting[number] = record
+        while self.position < len(self.numbers) and self.numbers[self.position] in self.waiting:
+            number = self.numbers[self.position]
+            game = self.waiting.pop(number)
+            self.position += 1
+            if game is not None:
+                self.sink(game)
+            if self.boundary is not None and self.every and (number + 1) % self.every == 0:
+                self.boundary()
+
+    def skip(self, number: int) -> None:
+        self.add(number, None)
+
+    def drain(self) -> int:
+        """Hands over, in number order, the games still waiting behind one that never came
+        (a run stopped early keeps every game it finished); returns how many."""
+        games = [self.waiting[n] for n in sorted(self.waiting)]
+        self.waiting.clear()
+        for game in games:
+            if game is not None:
+                self.sink(game)
+        return sum(game is not None for game in games)

@@ -53,33 +53,6 @@ def game_ids(out: Path) -> list[str]:
     return ids
 
 
-class InOrder:
-    """Hands ``writer`` the games numbered ``numbers`` in that order, whatever order they
-    finish in, closing a shard after every ``GAMES_PER_SHARD``-th number: the shards of an
-    iteration then hold the same games in the same order however often it was cut. A game
-    given up (``skip``) is passed over."""
-
-    def __init__(self, writer: ShardWriter, numbers: list[int]) -> None:
-        self.writer = writer
-        self.numbers = numbers
-        self.position = 0
-        self.waiting: dict[int, GameRecord | None] = {}
-
-    def add(self, number: int, record: GameRecord | None) -> None:
-        self.waiting[number] = record
-        while self.position < len(self.numbers) and self.numbers[self.position] in self.waiting:
-            number = self.numbers[self.position]
-            game = self.waiting.pop(number)
-            self.position += 1
-            if game is not None:
-                self.writer.add(game)
-            if (number + 1) % GAMES_PER_SHARD == 0:
-                self.writer.flush()
-
-    def skip(self, number: int) -> None:
-        self.add(number, None)
-
-
 def _with_id(record: GameRecord, prefix: str) -> GameRecord:
     return dataclasses.replace(record, game_id=prefix + record.game_id)
 
@@ -199,7 +172,7 @@ def _sfgames(config, runner, out, iteration, target, progress):
     """Games 0 .. target - 1 of this iteration that are not on disk yet (see the module)."""
     from frugalzero.chess.positions import load_book
     from frugalzero.expert.explore import label_playouts
-    from frugalzero.expert.sfgames import game_number, game_tasks
+    from frugalzero.expert.sfgames import InOrder, game_number, game_tasks
 
     sf = dataclasses.replace(config.sfgames, seed=_seed(config, iteration, 0))
     if config.generate.openings:
@@ -219,7 +192,8 @@ def _sfgames(config, runner, out, iteration, target, progress):
         runner.playout_pool(sf.engine, sf.workers) as pool,
         _writer(out, games_per_shard=target + 1) as writer,  # InOrder closes the shards
     ):
-        order = InOrder(writer, [game_number(prefix, t.game_id) for t in tasks])
+        numbers = [game_number(prefix, t.game_id) for t in tasks]
+        order = InOrder(writer.add, numbers, writer.flush, GAMES_PER_SHARD)
         stats = label_playouts(
             pool,
             tasks,
