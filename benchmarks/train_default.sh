@@ -16,14 +16,14 @@
 #   GAMES=0 ARCH=medium LR=0.2 EPOCHS=1 LAMBDA=1 DATA="runs/stage2/data runs/stage3/data" \
 #       TRAIN="--batch-size 1024 --device cuda" benchmarks/train_default.sh runs/medium
 # Since 2026-11-27 it is that net after one more pass on a GPU (3.6 min of an H100) over the
-# first 55,000 games of runs/big, which grows toward 300,000 in the background (stop it before
-# it trains: it trains once all its parts are there):
+# first 55,000 games (parts 0-10) of runs/big, the recipe of 300,000 games in parts of 5,000:
 #   OPENINGS=../shared/openings/2moves_v1.epd BOOK_PLIES=2 GAMES=300000 PART=5000 SEED=4600 \
-#       nice -n 10 benchmarks/train_default.sh runs/big
+#       STAGES=data nice -n 10 benchmarks/train_default.sh runs/big
 #   GAMES=0 ARCH=medium INIT=default LR=0.1 EPOCHS=1 LAMBDA=1 \
 #       DATA="$(echo runs/big/data/part-{0..10})" TRAIN="--batch-size 1024 --device cuda" \
 #       benchmarks/train_default.sh runs/medium-ft
-# (on a GPU lease: `benchmarks/gpu.sh strength` with S_DATA and S_INIT, benchmarks/RESULTS.md)
+# A GPU lease makes the next parts (11, 12, ...) itself, on the machine's cores, and trains on
+# them: `benchmarks/gpu.sh build games strength` (benchmarks/RESULTS.md, "On a GPU").
 # The recipe's knobs are environment variables:
 #   GAMES=22000   Stockfish games, made in parts of PART=2000 (part i has seed SEED+i, SEED=2026)
 #   MULTIPV=1     Stockfish lines per position (>1: a soft policy target over them)
