@@ -1,8 +1,9 @@
 """Stockfish's games: positions labelled per second against the bound Stockfish's own CPU sets.
 
 Each round plays ``--games`` games through the pool exactly as ``frugalzero sfgames`` does
-(random openings, every move a label, records into shards) and reads, from /proc, the CPU
-time of the engines, of the worker processes that drive them and of this process. Stockfish
+(random openings, every move a label, ``write_games``: shards and PGN in game order) and
+reads, from /proc, the CPU time of the engines, of the worker processes that drive them and of
+this process (the pool's loop, the ordering, the shards and the PGN). Stockfish
 alone on the same cores could label ``cores / (engine CPU a label)`` positions a second;
 ``over_stockfish_bound`` is the pipeline's rate over that, measured on the same positions
 in the same round: 1.0 would mean the Python around the engines costs nothing.
@@ -37,18 +38,19 @@ def process_cpu_s(pid: int) -> float:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from pathlib import Path
+
     from frugalzero.bench.timing import median
-    from frugalzero.data.shards import ShardWriter
     from frugalzero.expert.engine import EngineConfig
-    from frugalzero.expert.explore import label_playouts
     from frugalzero.expert.pool import StockfishPool
-    from frugalzero.expert.sfgames import SfGamesConfig, game_tasks
+    from frugalzero.expert.sfgames import SfGamesConfig, write_games
 
     engine = EngineConfig(nodes=args.nodes)
     rounds: dict[str, list[float]] = {
         "rate": [],
         "engine_us": [],
         "driver_us": [],
+        "main_us": [],
         "ratio": [],
     }
     with (
@@ -57,30 +59,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ):
         cores = pool.size
 
-        def cpu() -> tuple[float, float]:
+        def cpu() -> tuple[float, float, float]:
             own = resource.getrusage(resource.RUSAGE_SELF)
             drivers = sum(process_cpu_s(pid) for pid in pool.driver_pids())
             engines = sum(process_cpu_s(pid) for pid in pool.engine_pids())
-            return engines, drivers + own.ru_utime + own.ru_stime
+            return engines, drivers, own.ru_utime + own.ru_stime
 
         for number in range(args.rounds + 1):  # round 0 warms the engines up, not counted
             config = SfGamesConfig(seed=1000 + number, max_plies=args.max_plies, engine=engine)
-            writer = ShardWriter(out, f"bench-{number}")
-            engines0, drivers0 = cpu()
+            before = cpu()
             start = time.perf_counter()
-            tasks = game_tasks(config, args.games)
-            stats = label_playouts(pool, tasks, writer.add, config.queue)  # as sfgames does
-            writer.close()
+            stats = write_games(pool, config, args.games, Path(out), f"bench-{number}").stats
             elapsed = time.perf_counter() - start
-            engines1, drivers1 = cpu()
+            engine_s, driver_s, main_s = (b - a for a, b in zip(before, cpu(), strict=True))
             if number == 0:
                 continue
-            engine_s = (engines1 - engines0) / stats.labels
             rate = stats.labels / elapsed
             rounds["rate"].append(rate)
-            rounds["engine_us"].append(engine_s * 1e6)
-            rounds["driver_us"].append((drivers1 - drivers0) / stats.labels * 1e6)
-            rounds["ratio"].append(rate * engine_s / cores)
+            rounds["engine_us"].append(engine_s / stats.labels * 1e6)
+            rounds["driver_us"].append(driver_s / stats.labels * 1e6)
+            rounds["main_us"].append(main_s / stats.labels * 1e6)
+            rounds["ratio"].append(rate * engine_s / stats.labels / cores)
         pool_stats = pool.stats()
         name = pool.engine_name
     return {
@@ -89,6 +88,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "ratios": [round(r, 3) for r in rounds["ratio"]],
         "stockfish_cpu_us_per_position": round(median(rounds["engine_us"]), 1),
         "driver_cpu_us_per_position": round(median(rounds["driver_us"]), 1),
+        "main_cpu_us_per_position": round(median(rounds["main_us"]), 1),
         "games_per_round": args.games,
         "rounds": args.rounds,
         "engine": name,

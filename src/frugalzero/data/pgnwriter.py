@@ -46,13 +46,14 @@ def record_to_pgn(record: GameRecord, round_: int | str = "?", player: str = "")
         game.headers["GameId"] = record.game_id
     scores = iter(record.extra.get("scores", "").split())
     node: chess.pgn.GameNode = game
+    turn = board.turn  # kept by hand: a node's board() replays the game from its start
     for uci, target in zip(record.moves, record.targets, strict=True):
-        turn = node.board().turn
         node = node.add_variation(chess.Move.from_uci(uci))
         if target is None:
             node.comment = "opening"
         elif (text := next(scores, "?")) != "?":
             node.set_eval(chess.engine.PovScore(parse_score_text(text), turn))
+        turn = not turn
     return game
 
 

@@ -158,10 +158,8 @@ def _explore(args: argparse.Namespace) -> int:
 @holds_locks
 def _sfgames(args: argparse.Namespace) -> int:
     from frugalzero.chess.positions import load_book
-    from frugalzero.data.pgnwriter import PgnWriter
-    from frugalzero.data.shards import ShardWriter
-    from frugalzero.expert.explore import label_playouts, summary
-    from frugalzero.expert.sfgames import InOrder, game_number, game_tasks
+    from frugalzero.expert.explore import summary
+    from frugalzero.expert.sfgames import write_games
     from frugalzero.output import emit
 
     _check_count("games", args.games)
@@ -175,27 +173,17 @@ def _sfgames(args: argparse.Namespace) -> int:
     begin = time.perf_counter()
     with _runner(args) as runner, runner.playout_pool(config.engine, config.workers) as pool:
         start = time.perf_counter()
-        shards = ShardWriter(out, prefix)
-        pgn = PgnWriter(out, prefix, config.pgn_games_per_file)
-
-        def sink(record) -> None:
-            shards.add(record)
-            pgn.add(record)
-
-        order = InOrder(sink, list(range(args.games)))  # the same seed: the same bytes
-        try:
-            with _progress(args.games, "sfgames", start) as update:
-                stats = label_playouts(
-                    pool,
-                    game_tasks(config, args.games, openings, "s"),
-                    lambda record: order.add(game_number("s", record.game_id), record),
-                    config.queue,
-                    lambda s: update(s.playouts, s.labels),
-                    lambda task: order.skip(game_number("s", task.game_id)),
-                )
-        finally:
-            order.drain()  # stopped early: the finished games behind a missing one too
-            shard_paths, pgn_paths = shards.close(), pgn.close()
+        with _progress(args.games, "sfgames", start) as update:
+            written = write_games(
+                pool,
+                config,
+                args.games,
+                out,
+                prefix,
+                openings,
+                lambda s: update(s.playouts, s.labels),
+            )
+        stats = written.stats
         elapsed = time.perf_counter() - start
         base = summary(stats, elapsed, pool.stats())
         result = {
@@ -211,8 +199,8 @@ def _sfgames(args: argparse.Namespace) -> int:
             "limit": config.engine.describe_limit(),
             "workers": pool.size,
             "openings": config.openings or f"random {config.random_plies} plies",
-            "shards": len(shard_paths),
-            "pgn_files": len(pgn_paths),
+            "shards": len(written.shards),
+            "pgn_files": len(written.pgn),
             "out": str(out),
         }
     emit(result, args.json, title="sfgames")

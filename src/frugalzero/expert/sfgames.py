@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import chess
 
@@ -20,6 +22,9 @@ from frugalzero.config import check
 from frugalzero.data.records import GameRecord
 from frugalzero.expert.engine import EngineConfig
 from frugalzero.expert.playout import PlayoutTask
+
+if TYPE_CHECKING:
+    from frugalzero.expert.explore import LabelStats
 
 
 @dataclass
@@ -119,9 +124,10 @@ class InOrder:
     """Hands ``sink`` the games numbered ``numbers`` in that order, whatever order the engines
     finish them in. Each game is a function of the seed and its number, so written this way
     the same games are the same shards (byte for byte but for the time in their headers) on
-    any machine, with any number of engines: data made again from its seed need not travel. A game given up (``skip``) is passed over. With
-    ``every`` > 0, ``boundary`` is called after each ``every``-th number (the pipeline closes
-    a shard there, so a run cut and resumed has the shards of one never cut)."""
+    any machine, with any number of engines: data made again from its seed need not travel.
+    A game given up (``skip``) is passed over. With ``every`` > 0, ``boundary`` is called
+    after each ``every``-th number (the pipeline closes a shard there, so a run cut and
+    resumed has the shards of one never cut)."""
 
     def __init__(
         self,
@@ -160,3 +166,52 @@ class InOrder:
             if game is not None:
                 self.sink(game)
         return sum(game is not None for game in games)
+
+
+@dataclass
+class GamesWritten:
+    """What ``write_games`` made."""
+
+    stats: LabelStats
+    shards: list[Path]
+    pgn: list[Path]
+
+
+def write_games(
+    pool,
+    config: SfGamesConfig,
+    games: int,
+    out: Path,
+    prefix: str,
+    openings: list[Opening] | None = None,
+    on_record: Callable[[LabelStats], None] | None = None,
+) -> GamesWritten:
+    """Games 0 .. ``games`` - 1 of ``config``, played by ``pool`` (this machine's engines or
+    Ray's), into ``out`` as shards ``PREFIX-NNNNNN.fzs`` and PGN files, in number order
+    (``InOrder``). ``frugalzero sfgames`` and its benchmark both write through here, so the
+    benchmark's rate is the command's. Stopped early (Ctrl+C), it writes the games finished."""
+    from frugalzero.data.pgnwriter import PgnWriter
+    from frugalzero.data.shards import ShardWriter
+    from frugalzero.expert.explore import label_playouts
+
+    shards = ShardWriter(out, prefix)
+    pgn = PgnWriter(out, prefix, config.pgn_games_per_file)
+
+    def sink(record: GameRecord) -> None:
+        shards.add(record)
+        pgn.add(record)
+
+    order = InOrder(sink, list(range(games)))
+    try:
+        stats = label_playouts(
+            pool,
+            game_tasks(config, games, openings, "s"),
+            lambda record: order.add(game_number("s", record.game_id), record),
+            config.queue,
+            on_record,
+            lambda task: order.skip(game_number("s", task.game_id)),
+        )
+    finally:
+        order.drain()
+        shard_paths, pgn_paths = shards.close(), pgn.close()
+    return GamesWritten(stats, shard_paths, pgn_paths)
