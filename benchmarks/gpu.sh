@@ -33,7 +33,10 @@
 # function of its seed, so a part made there is the part this machine would make: the data
 # never travels, only Stockfish (`engine`, here: the Debian binary, xz-packed, ~21 MB of the
 # 64 MiB a call carries; `build` unpacks it) and the book (`openings`). Its log and each part's
-# JSON go to $GPU_OUT/games. (G_PART: another part size, for a rehearsal here; not the recipe's.)
+# JSON go to $GPU_OUT/games, with each part's fingerprint (its PGN's SHA-256 without the Date
+# lines), compared with those `digests` kept here in benchmarks/results/data/big-pgn.sha256:
+# the check that a part made there is the part made here. (G_PART: another part size, for a
+# rehearsal here; not the recipe's.)
 # `strength` trains on the parts `games` made (waiting for it; run alone, it makes them first)
 # and takes S_ARCH (medium; `large` and `attention` are the sizes to compare it with), S_EPOCHS
 # (1.5), S_BATCH (1024), S_LR (0.2) and S_DEVICE (cuda), and writes to $GPU_OUT/strength: the
@@ -87,9 +90,21 @@ parts_made() {  # the parts `games` finished, as folders
         [ -s "$json" ] && echo "${json%.json}"
     done
 }
+DIGESTS=benchmarks/results/data/big-pgn.sha256  # parts made on other machines
+digests() {  # each finished part's PGN hashed, its Date lines aside: a part's fingerprint
+    local part sum
+    for part in $(parts_made); do
+        sum=$(cat "$part"/*.pgn | grep -v '^\[Date ' | sha256sum | cut -c1-64)
+        echo "$sum $(basename "$part")"
+    done
+}
 
 for step in "${STEPS[@]}"; do
     case $step in
+        digests)  # here: the fingerprints of the parts made on this machine, kept in $DIGESTS
+            mkdir -p "$(dirname "$DIGESTS")"
+            { cat "$DIGESTS" 2>/dev/null; digests; } | sort -u -k2,2 -V > "$DIGESTS.tmp"
+            mv "$DIGESTS.tmp" "$DIGESTS" && cat "$DIGESTS" ;;
         engine)  # here, before the lease: Stockfish for `games`, packed to travel
             mkdir -p .dev/bin
             xz -6 -T0 -c "${ENGINE:-/usr/games/stockfish}" > .dev/bin/stockfish.xz.tmp \
@@ -109,6 +124,11 @@ for step in "${STEPS[@]}"; do
                 rm -f runs/big/data/part-*.json.tmp
                 cp runs/big/data/part-*.json "$OUT/games/" 2>/dev/null
                 echo "games: $(parts_made | wc -l) parts made"
+                digests | tee "$OUT/games/pgn.sha256" | while read -r sum part; do
+                    known=$(grep " $part\$" "$DIGESTS" 2>/dev/null | cut -c1-64)
+                    [ -z "$known" ] || echo "$part: $([ "$known" = "$sum" ] \
+                        && echo the same games as made before || echo DIFFERENT games)"
+                done
             ) > "$OUT/games/games.log" 2>&1 &
             GAMES_PID=$! ;;
         wheels)
@@ -251,8 +271,8 @@ EOF
                     benchmarks/results/epd/heldout-sf12.epd \
                     --engine "net:$dir/$name.safetensors?nodes=1" --json | tee "$dir/heldout.json"
             fi ;;
-        *) echo "unknown step $step (wheels engine shards openings slim unslim build test cuda" \
-                "bench hours ladder games strength table)" >&2; exit 2 ;;
+        *) echo "unknown step $step (wheels engine digests shards openings slim unslim build" \
+                "test cuda bench hours ladder games strength table)" >&2; exit 2 ;;
     esac
 done
 if [ -n "$GAMES_PID" ]; then  # the games end with the command that started them
