@@ -29,7 +29,8 @@
 # `games` makes parts of benchmarks/train_default.sh's runs/big recipe (5,000 games each, part i
 # from seed 4600 + i, the 2-move book plus 2 random plies, 400 nodes) from part G_FIRST (11:
 # net:default was trained on 0-10) with G_WORKERS engines (0: every core) for G_S seconds (300),
-# in the background while the next steps run; a part cut by the clock is dropped. A part is a
+# in the background while the next steps run; a part cut by the clock has no JSON, so nothing
+# counts it (`parts_made`) and a later `games` makes it again from scratch. A part is a
 # function of its seed, so a part made there is the part this machine would make: the data
 # never travels, only Stockfish (`engine`, here: the Debian binary, xz-packed, ~21 MB of the
 # 64 MiB a call carries; `build` unpacks it) and the book (`openings`). Its log and each part's
@@ -118,14 +119,12 @@ for step in "${STEPS[@]}"; do
                     OPENINGS=.dev/openings/2moves_v1.epd BOOK_PLIES=2 GAMES=300000 SEED=4600 \
                     PART="${G_PART:-5000}" FIRST="${G_FIRST:-11}" WORKERS="${G_WORKERS:-0}" \
                     STAGES=data benchmarks/train_default.sh runs/big
-                for dir in runs/big/data/part-*/; do  # cut by the clock: dropped
-                    [ -s "${dir%/}.json" ] || rm -rf "$dir"
-                done
-                rm -f runs/big/data/part-*.json.tmp
                 cp runs/big/data/part-*.json "$OUT/games/" 2>/dev/null
                 echo "games: $(parts_made | wc -l) parts made"
+                kept=$DIGESTS
+                [ -n "${G_PART:-}" ] && kept=/dev/null  # other part sizes: other parts
                 digests | tee "$OUT/games/pgn.sha256" | while read -r sum part; do
-                    known=$(grep " $part\$" "$DIGESTS" 2>/dev/null | cut -c1-64)
+                    known=$(grep " $part\$" "$kept" 2>/dev/null | cut -c1-64)
                     [ -z "$known" ] || echo "$part: $([ "$known" = "$sum" ] \
                         && echo the same games as made before || echo DIFFERENT games)"
                 done
@@ -166,7 +165,7 @@ for step in "${STEPS[@]}"; do
                 unpack='import lzma, sys; open(sys.argv[2], "wb").write(lzma.open(sys.argv[1]).read())'
                 "$PY" -c "$unpack" .dev/bin/stockfish.xz "$sf.tmp" && chmod 755 "$sf.tmp" \
                     && mv "$sf.tmp" "$sf"
-                echo uci | runs/bin/stockfish | grep "^id name"
+                echo uci | "$sf" | grep "^id name"
             fi ;;
         test|cuda)
             {

@@ -78,6 +78,7 @@ ENGINE=${ENGINE:-}
 WORKERS=${WORKERS:-0}
 FIRST=${FIRST:-0}
 STAGES=" ${STAGES:-data train heldout ladder} "
+stage() { [[ $STAGES == *" $1 "* ]]; }
 mkdir -p "$OUT/data"
 
 starts=(--random-plies 8)
@@ -87,7 +88,7 @@ fi
 engines=(--workers "$WORKERS")
 [ -n "$ENGINE" ] && engines+=(--engine "$ENGINE")
 parts=$(((GAMES + PART - 1) / PART))
-[[ $STAGES == *" data "* ]] || parts=0
+stage data || parts=0
 for ((i = FIRST; i < parts; i++)); do
     json="$OUT/data/part-$i.json"
     [ -s "$json" ] && continue
@@ -106,19 +107,19 @@ if [ -n "$INIT" ]; then
 else
     start=(--arch "$ARCH" --value-head "$HEAD")
 fi
-if [[ $STAGES == *" train "* ]] && [ ! -s "$OUT/train.json" ]; then
+if stage train && [ ! -s "$OUT/train.json" ]; then
     # shellcheck disable=SC2086  # DATA and TRAIN are words on purpose
     $FZ train --data "$OUT/data" $DATA "${start[@]}" --out "$net" --epochs "$EPOCHS" --lr "$LR" \
         --swa-cycles 0 --set value_lambda="$LAMBDA" $TRAIN --json > "$OUT/train.json.tmp"
     mv "$OUT/train.json.tmp" "$OUT/train.json"
 fi
 # the raw policy (1 node) on the held-out suite, the best-move agreement
-if [[ $STAGES == *" heldout "* ]] && [ ! -s "$OUT/heldout.json" ]; then
+if stage heldout && [ ! -s "$OUT/heldout.json" ]; then
     $FZ eval-epd benchmarks/results/epd/heldout-sf12.epd --engine "net:$net?nodes=1" --json \
         > "$OUT/heldout.json.tmp"
     mv "$OUT/heldout.json.tmp" "$OUT/heldout.json"
 fi
-[[ $STAGES == *" ladder "* ]] || exit 0
+stage ladder || exit 0
 # shellcheck disable=SC2086  # RUNGS is words on purpose
 $FZ ladder "net:$net?nodes=400" --pgn "$OUT/ladder.pgn" --resume $RUNGS --json \
     | tee "$OUT/ladder.json"
