@@ -308,3 +308,18 @@ def test_clients_of_one_inference_process_get_their_own_answers(tiny_net):
     finally:
         server.close()
     assert not server.alive
+
+
+def test_an_inference_process_whose_owner_died_before_the_weights_ends_quietly(tiny_net, capfd):
+    """A match killed while its inference process starts: the process finds the owner's end
+    closed and returns, with no traceback in the log the match shared with it."""
+    import multiprocessing as mp
+    from dataclasses import asdict
+
+    from frugalzero.nn.server import _serve
+
+    owner, child = mp.Pipe()
+    owner.close()
+    config = EvaluatorConfig(device="cpu", backend="process", precision="fp32", compile="off")
+    _serve([child], asdict(config), asdict(tiny_net.config), 1, [])
+    assert "Traceback" not in capfd.readouterr().err

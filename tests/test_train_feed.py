@@ -164,3 +164,18 @@ def test_a_loss_that_is_not_finite_stops_training_and_saves_nothing(tmp_path):
     with pytest.raises(TrainingDiverged, match="the loss stopped being finite by step 1"):
         trainer.train_main(TensorSet(data))
     assert not state.has_state(tmp_path)  # no checkpoint of the diverged weights
+
+
+def test_bench_train_counts_fed_steps_longer_than_its_window(capsys):
+    """A step longer than the measurement window (a large net on a CPU) once reported the fed
+    rate as 0: every step, the one that crosses the window too, counts."""
+    import json
+
+    from frugalzero.cli import main
+
+    args = ["bench", "train", "--arch", "tiny", "--batch", "8", "--rounds", "1"]
+    args += ["--seconds", "0.000001", "--compile", "off", "--json"]
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["samples_per_s"] > 0 and data["end_to_end_samples_per_s"] > 0
+    assert data["fed_samples_per_s"] > 0 and data["fed_over_unfed"] > 0

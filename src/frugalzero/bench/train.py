@@ -143,23 +143,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return count / (time.perf_counter() - start)
 
         def fed(seconds: float) -> float:
-            """As the trainer runs its phases: the next batches built by the feed's thread."""
+            """As the trainer runs its phases: the next batches built by the feed's thread.
+            Timed as ``steps``: every step counts, the one that crosses ``seconds`` too (a
+            step longer than the window once made this 0)."""
             plan = ([rng.choice(len(replayed), batch, replace=False)] for _ in itertools.count())
-            count, start = 0, 0.0
             with BatchFeed(
                 replayed, plan, trainer.device, config.channels_last, args.prefetch
             ) as feed:
-                for batches in feed:
-                    trainer.step_batches(batches, 1e-3, 0.0)
-                    if not start:  # the first step waited for the first batch
-                        sync()
-                        start = time.perf_counter()
-                    elif time.perf_counter() - start >= seconds:
+                batches = iter(feed)
+                trainer.step_batches(next(batches), 1e-3, 0.0)  # waits for the first batch
+                sync()
+                count, start = 0, time.perf_counter()
+                for ready_batches in batches:
+                    trainer.step_batches(ready_batches, 1e-3, 0.0)
+                    count += batch
+                    if time.perf_counter() - start >= seconds:
                         break
-                    else:
-                        count += batch
-            sync()
-            return count / (time.perf_counter() - start)
+                sync()
+                return count / (time.perf_counter() - start)
 
         rounds: dict[str, list[float]] = {
             k: [] for k in ("peak", "train", "assembly", "e2e", "fed")

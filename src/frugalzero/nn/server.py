@@ -285,8 +285,12 @@ def _serve(
 ) -> None:
     """Inference process: take the weights from the owner (``conns[0]``), then answer every
     caller's batch slots until the owner leaves."""
+    try:
+        weights = conns[0].recv()
+    except (EOFError, OSError):  # the owner died (a killed match) before it sent them
+        return
     net = PolicyValueNet(NetConfig(**net_config))
-    net.load_state_dict(arrays_to_state_dict(conns[0].recv()))
+    net.load_state_dict(arrays_to_state_dict(weights))
     evaluator_config = EvaluatorConfig(**config)
     runner = NetRunner(net, evaluator_config, threads, compile=evaluator_config.compile != "off")
     del net  # the runner works on its own copy
