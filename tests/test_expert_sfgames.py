@@ -159,6 +159,28 @@ def test_the_same_seed_makes_the_same_shards_whatever_order_the_games_finish_in(
     assert made[0] == made[1]
 
 
+def test_the_pgn_the_engines_workers_write_is_what_this_process_would_write(
+    stockfish, tmp_path, capsys
+):
+    # each worker writes its game's PGN beside its engine (round "?"); the writer numbers them
+    from frugalzero.data.pgnwriter import PgnWriter
+
+    out = tmp_path / "sf"
+    run_sfgames(out, "--games", "5", "--seed", "5", "--pgn-games-per-file", "3")
+    capsys.readouterr()
+    here = PgnWriter(tmp_path / "here", "sfgames", per_file=3)
+    for record in (r for p in shard_paths([out]) for r in read_shard(p)):
+        here.add(record)
+    written = [undated(p) for p in sorted(out.glob("*.pgn"))]
+    assert written == [undated(p) for p in here.close()] and len(written) == 2
+    assert '[Round "5"]' in written[1]
+
+
+def undated(path) -> str:
+    """A PGN file's text without its Date tags (the day it was written)."""
+    return "".join(line for line in path.open() if not line.startswith("[Date "))
+
+
 def payload(path) -> bytes:
     """A shard's compressed columns: its bytes but for the header (which holds the time it was
     written) and the checksum over both."""

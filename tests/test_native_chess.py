@@ -230,6 +230,37 @@ def test_moves_are_checked_and_convert_both_ways():
     assert position.copy().key == position.key
 
 
+@given(st.randoms(use_true_random=False))
+@settings(max_examples=300, deadline=None)
+def test_canonical_fen_is_python_chesss_reading_of_it(rng):
+    from frugalzero.chess.positions import canonical_fen
+
+    board = tricky_board(rng) or random_playout(rng, rng.randint(0, 60))[0]
+    fields = board.fen().split()
+    # what python-chess rewrites: castling rights without their rooks, an en passant square
+    # no pawn can take on, clocks
+    fields[2] = rng.choice(["-", "KQkq", "Kq", "Q", fields[2]])
+    fields[3] = rng.choice(["-", fields[3], rng.choice(chess.SQUARE_NAMES)])
+    fields[4] = rng.choice(["0", "7", fields[4]])
+    fen = " ".join(fields)
+    try:
+        expected = chess.Board(fen).fen()
+    except ValueError:
+        with pytest.raises(ValueError):
+            canonical_fen(fen)
+        return
+    assert canonical_fen(fen) == expected
+
+
+def test_an_epd_book_loads_as_python_chess_reads_it():
+    from frugalzero.chess.positions import load_book
+
+    path = shared_file("openings/2moves_v1.epd")
+    lines = path.read_text().splitlines()[:3000]
+    book = load_book(path, limit=3000)
+    assert [o.root_fen for o in book] == [chess.Board(line).fen() for line in lines]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="pnbrqkPNBRQK12345678/ wb-KQkqabcdefgh09", max_size=80))
 def test_from_fen_refuses_or_agrees_with_python_chess(text):

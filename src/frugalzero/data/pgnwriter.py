@@ -57,6 +57,17 @@ def record_to_pgn(record: GameRecord, round_: int | str = "?", player: str = "")
     return game
 
 
+UNNUMBERED = '[Round "?"]'
+"""The Round tag of a game whose number its writer gives it."""
+
+
+def game_text(record: GameRecord, round_: int | str = "?", player: str = "") -> str:
+    """A record's game as PGN text, as a file holds it (a blank line after it)."""
+    text = io.StringIO()
+    print(record_to_pgn(record, round_, player), file=text, end="\n\n")
+    return text.getvalue()
+
+
 class PgnWriter:
     """PGN files ``PREFIX-NNNNNN.pgn`` of ``per_file`` games each, every file written whole
     (temp + rename) and never over an existing one."""
@@ -76,9 +87,16 @@ class PgnWriter:
 
     def add(self, record: GameRecord) -> None:
         self._round += 1
-        text = io.StringIO()
-        print(record_to_pgn(record, self._round, self.player), file=text, end="\n\n")
-        self._games.append(text.getvalue())
+        self._append(game_text(record, self._round, self.player))
+
+    def add_text(self, text: str) -> None:
+        """Add a game written elsewhere by ``game_text`` with round "?" (a worker process):
+        it gets its round here, as ``add`` would have given it."""
+        self._round += 1
+        self._append(text.replace(UNNUMBERED, f'[Round "{self._round}"]', 1))
+
+    def _append(self, text: str) -> None:
+        self._games.append(text)
         if len(self._games) >= self.per_file:
             self.flush()
 

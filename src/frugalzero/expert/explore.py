@@ -21,7 +21,7 @@ from frugalzero.chess.positions import STANDARD, Opening, OpeningSampler
 from frugalzero.config import check
 from frugalzero.data.records import GameRecord
 from frugalzero.expert.engine import EngineConfig
-from frugalzero.expert.playout import PlayoutTask
+from frugalzero.expert.playout import Played, PlayoutTask, record_of
 from frugalzero.expert.pool import LabelError, StockfishPool
 from frugalzero.search.native import rows_for
 
@@ -204,24 +204,25 @@ class LabelStats:
 def label_playouts(
     pool: StockfishPool,
     tasks: Iterator[PlayoutTask] | list[PlayoutTask],
-    sink: Callable[[GameRecord], None],
+    sink: Callable[[GameRecord], None] | Callable[[Played], None],
     queue: int = 0,
     on_record: Callable[[LabelStats], None] | None = None,
     on_failed: Callable[[PlayoutTask], None] | None = None,
 ) -> LabelStats:
-    """Run playouts with at most ``queue`` in flight; every record goes to ``sink``, every
-    task given up (after the pool's retries) to ``on_failed``."""
+    """Run playouts with at most ``queue`` in flight; every record (a ``Played`` for tasks
+    that asked for PGN) goes to ``sink``, every task given up (after the pool's retries) to
+    ``on_failed``."""
     stats = LabelStats()
     for task, future in pool.map_unordered(tasks, queue):
         try:
-            record = future.result()
+            result = future.result()
         except LabelError:
             stats.failed += 1  # counted; the pool has already retried it
             if on_failed is not None:
                 on_failed(task)
             continue
-        sink(record)
-        stats.add(record)
+        sink(result)
+        stats.add(record_of(result))
         if on_record is not None:
             on_record(stats)
     return stats

@@ -56,6 +56,22 @@ class PlayoutTask:
     max_plies: int = 512
     """Engine moves at most; a playout cut there has no result."""
     extra: dict[str, str] = field(default_factory=dict)
+    pgn: bool = False
+    """Also write the game's PGN text where it is played (``Played``): spelling every move
+    in SAN is most of what writing a game costs, and a worker does it beside its engine
+    while the process writing the files would do it for every engine in turn."""
+
+
+@dataclass(frozen=True)
+class Played:
+    """A playout's record with its PGN text (``data.pgnwriter.game_text``, round "?")."""
+
+    record: GameRecord
+    pgn: str
+
+
+def record_of(result: GameRecord | Played) -> GameRecord:
+    return result.record if isinstance(result, Played) else result
 
 
 def push_trimmed(board: chess.Board, move: chess.Move) -> chess.Board:

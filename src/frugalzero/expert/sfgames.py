@@ -12,19 +12,20 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import chess
 
 from frugalzero.chess.positions import Opening, OpeningSampler
 from frugalzero.chess.rules import game_result
 from frugalzero.config import check
-from frugalzero.data.records import GameRecord
 from frugalzero.expert.engine import EngineConfig
-from frugalzero.expert.playout import PlayoutTask
+from frugalzero.expert.playout import Played, PlayoutTask
 
 if TYPE_CHECKING:
     from frugalzero.expert.explore import LabelStats
+
+Game = TypeVar("Game")
 
 
 @dataclass
@@ -83,9 +84,14 @@ def with_random_moves(rng: random.Random, opening: Opening, plies: int, name: st
 
 
 def game_tasks(
-    config: SfGamesConfig, games: int, openings: list[Opening] | None = None, prefix: str = "s"
+    config: SfGamesConfig,
+    games: int,
+    openings: list[Opening] | None = None,
+    prefix: str = "s",
+    pgn: bool = False,
 ) -> Iterator[PlayoutTask]:
-    """The tasks of games 0 .. ``games`` - 1, each with the id ``game_id(prefix, number)``.
+    """The tasks of games 0 .. ``games`` - 1, each with the id ``game_id(prefix, number)``
+    (and, with ``pgn``, asking for the game's PGN text with its record).
     Game ``number``'s opening depends only on the seed and the number, and each playout starts
     its engine afresh (``playout``), so a game can be replayed alone and comes out the same."""
     sampler = OpeningSampler(openings, config.seed) if openings else None
@@ -107,6 +113,7 @@ def game_tasks(
             game_id=game_id(prefix, number),
             max_plies=config.max_plies,
             extra=extra,
+            pgn=pgn,
         )
 
 
@@ -120,7 +127,7 @@ def game_number(prefix: str, game_id: str) -> int | None:
     return int(rest) if rest.isdigit() else None
 
 
-class InOrder:
+class InOrder(Generic[Game]):
     """Hands ``sink`` the games numbered ``numbers`` in that order, whatever order the engines
     finish them in. Each game is a function of the seed and its number, so written this way
     the same games are the same shards (byte for byte but for the time in their headers) on
@@ -131,7 +138,7 @@ class InOrder:
 
     def __init__(
         self,
-        sink: Callable[[GameRecord], None],
+        sink: Callable[[Game], None],
         numbers: list[int],
         boundary: Callable[[], None] | None = None,
         every: int = 0,
@@ -141,9 +148,9 @@ class InOrder:
         self.boundary = boundary
         self.every = every
         self.position = 0
-        self.waiting: dict[int, GameRecord | None] = {}
+        self.waiting: dict[int, Game | None] = {}
 
-    def add(self, number: int, record: GameRecord | None) -> None:
+    def add(self, number: int, record: Game | None) -> None:
         self.waiting[number] = record
         while self.position < len(self.numbers) and self.numbers[self.position] in self.waiting:
             number = self.numbers[self.position]
@@ -188,8 +195,10 @@ def write_games(
 ) -> GamesWritten:
     """Games 0 .. ``games`` - 1 of ``config``, played by ``pool`` (this machine's engines or
     Ray's), into ``out`` as shards ``PREFIX-NNNNNN.fzs`` and PGN files, in number order
-    (``InOrder``). ``frugalzero sfgames`` and its benchmark both write through here, so the
-    benchmark's rate is the command's. Stopped early (Ctrl+C), it writes the games finished."""
+    (``InOrder``); the engines' worker processes write each game's PGN text beside its play
+    (``PlayoutTask.pgn``), so this process only numbers it. ``frugalzero sfgames`` and its
+    benchmark both write through here, so the benchmark's rate is the command's. Stopped early
+    (Ctrl+C), it writes the games finished."""
     from frugalzero.data.pgnwriter import PgnWriter
     from frugalzero.data.shards import ShardWriter
     from frugalzero.expert.explore import label_playouts
@@ -197,16 +206,16 @@ def write_games(
     shards = ShardWriter(out, prefix)
     pgn = PgnWriter(out, prefix, config.pgn_games_per_file)
 
-    def sink(record: GameRecord) -> None:
-        shards.add(record)
-        pgn.add(record)
+    def sink(game: Played) -> None:
+        shards.add(game.record)
+        pgn.add_text(game.pgn)
 
-    order = InOrder(sink, list(range(games)))
+    order: InOrder[Played] = InOrder(sink, list(range(games)))
     try:
         stats = label_playouts(
             pool,
-            game_tasks(config, games, openings, "s"),
-            lambda record: order.add(game_number("s", record.game_id), record),
+            game_tasks(config, games, openings, "s", pgn=True),
+            lambda game: order.add(game_number("s", game.record.game_id), game),
             config.queue,
             on_record,
             lambda task: order.skip(game_number("s", task.game_id)),

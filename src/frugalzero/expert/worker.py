@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import signal
 
+from frugalzero.data.pgnwriter import game_text
 from frugalzero.expert.engine import (
     EngineConfig,
     EngineFailed,
     EngineSession,
     EngineUnavailable,
 )
-from frugalzero.expert.playout import AnalyseTask, PlayoutTask, analyse, playout
+from frugalzero.expert.playout import AnalyseTask, Played, PlayoutTask, analyse, playout
 
 
 def worker_main(conn, config: EngineConfig, command: str) -> None:
@@ -54,7 +55,8 @@ def worker_main(conn, config: EngineConfig, command: str) -> None:
 
 def _run(session: EngineSession, task):
     if isinstance(task, PlayoutTask):
-        return playout(session, task)
+        record = playout(session, task)
+        return Played(record, game_text(record)) if task.pgn else record
     if isinstance(task, AnalyseTask):
         return analyse(session, task)
     raise ValueError(f"unknown task {type(task).__name__}")
