@@ -113,8 +113,10 @@ def test_cli_selfplay_ray_writes_the_same_shards(runtime, net_file: Path, tmp_pa
 
 
 def test_stockfish_games_on_ray_match_local_and_survive_a_kill(runtime, stockfish) -> None:
-    """Stockfish games through ``RayPlayoutPool``: every game of the local pool, once each,
-    though one worker is killed after the first game came back."""
+    """Stockfish games through ``RayPlayoutPool``: every game of the local pool, once each
+    (with the PGN its Ray worker wrote), though one worker is killed after the first game came
+    back."""
+    from frugalzero.data.pgnwriter import game_text
     from frugalzero.expert.engine import EngineConfig
     from frugalzero.expert.explore import label_playouts
     from frugalzero.expert.pool import StockfishPool
@@ -128,17 +130,18 @@ def test_stockfish_games_on_ray_match_local_and_survive_a_kill(runtime, stockfis
     remote: list = []
     with RayPlayoutPool(config.engine, RayConfig(workers=2, chunk=3)) as pool:
 
-        def sink(record) -> None:
-            remote.append(record)
+        def sink(played) -> None:  # with its PGN, written on the Ray worker
+            remote.append(played)
             if len(remote) == 1:
                 os.kill(pool.pool.busy_pids()[0], signal.SIGKILL)
 
-        stats = label_playouts(pool, game_tasks(config, 8), sink)
+        stats = label_playouts(pool, game_tasks(config, 8, pgn=True), sink)
         deaths = pool.stats()["worker_deaths"]
-    ids = [r.game_id for r in remote]
+    ids = [p.record.game_id for p in remote]
     assert len(ids) == len(set(ids)) == len(local) == 8 and stats.failed == 0
     assert set(ids) == {r.game_id for r in local}
     assert deaths == 1
+    assert all(p.pgn == game_text(p.record) for p in remote)
 
 
 def test_pipeline_generation_step_goes_through_ray(

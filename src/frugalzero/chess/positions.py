@@ -80,7 +80,7 @@ def canonical_fen(fen: str) -> str:
     """``chess.Board(fen).fen()``: python-chess's reading of a FEN (ValueError if it has
     none). A FEN the native core reads and writes back unchanged is already that (the core
     is stricter, and writes what python-chess writes), and checking costs 1 µs against
-    python-chess's ~120: a book of 40,000 lines loads in a fraction of a second, not five."""
+    python-chess's ~100: a book of 40,000 lines loads in 0.16 s instead of 4."""
     try:
         if _native.Position.from_fen(fen).fen() == fen:
             return fen
