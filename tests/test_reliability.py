@@ -6,6 +6,7 @@ and the bookkeeping of a killed run. The run killed many times is tests/test_cha
 from __future__ import annotations
 
 import bz2
+import dataclasses
 import errno
 import gzip
 import json
@@ -36,7 +37,7 @@ from frugalzero.pipeline.clock import RunClock
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.generate import GAMES_PER_SHARD
 from frugalzero.pipeline.identity import open_run
-from frugalzero.pipeline.state import RunState
+from frugalzero.pipeline.state import IterationRecord, RunState
 from frugalzero.runtime.files import atomic_write_text
 from frugalzero.runtime.interpreter import own_code_env
 from frugalzero.runtime.lock import DirectoryLock
@@ -198,12 +199,12 @@ def test_a_path_that_cannot_be_written_is_one_line_naming_it(tmp_path, capsys, s
     epd.write_text("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - bm e5;\n")
     folder = tmp_path / "folder"
     folder.mkdir()
-    for argv, says in (
-        (["eval-epd", str(epd), "--engine", "random", "--write", str(folder)], "write"),
-        (["match", "random", "random", "--games", "2", "--pgn", str(folder)], "open"),
+    for argv in (
+        ["eval-epd", str(epd), "--engine", "random", "--write", str(folder)],
+        ["match", "random", "random", "--games", "2", "--pgn", str(folder)],
     ):
-        line = _error(capsys, argv, code=1)  # after the games were played
-        assert line.endswith(f"cannot {says} {folder}: Is a directory"), argv
+        line = _error(capsys, argv, code=1)  # before the games are played
+        assert line.endswith(f"cannot write {folder}: Is a directory"), argv
 
 
 @pytest.mark.parametrize(
@@ -349,7 +350,7 @@ def test_numbers_are_checked_before_any_work(tmp_path, capsys):
     line = _error(
         capsys, ["run", "--preset", "smoke", "--dir", str(run_dir), "--set", "evaluation.nodes=0"]
     )
-    assert "evaluation: nodes must be >= 1" in line
+    assert "--set evaluation.nodes: 0 is out of range (1 to 100,000,000)" in line
     assert not run_dir.exists()  # refused before anything was made
     assert load_config(RunConfig, None, ["selfplay.search.nscl=inf"]).selfplay.search.nscl > 1e308
     from frugalzero.evaluate.specs import parse_spec
@@ -410,3 +411,223 @@ def test_the_time_before_a_kill_is_counted(tmp_path):
     done = RunState(iteration=1, step="generate", elapsed_s=80.0, finished=True)
     RunClock(layout, done, now=lambda: 0.0)
     assert done.elapsed_s == 80.0
+
+
+# -- 9. a run directory is a whole run or refused (issue 63) --------------------------------
+
+
+def test_a_run_without_its_state_is_refused_and_left_as_it_was(stopped_run, capsys):
+    """state.json gone, config.toml kept, the run's files beside them: what the run did is
+    unknown, so nothing is replayed, cut or rewritten (it was: metrics cut, matches redone)."""
+    (stopped_run / "state.json").unlink()
+    (stopped_run / "nets").mkdir()
+    (stopped_run / "metrics.jsonl").write_text('{"iteration": 1}\n{"iteration": 2}\n')
+    before = {p.name: p.read_bytes() for p in stopped_run.iterdir() if p.is_file()}
+    with pytest.raises(UserError, match="no state.json"):
+        open_run(RunLayout(stopped_run), load_config(RunConfig, "smoke"))
+    line = _error(capsys, ["run", "--dir", str(stopped_run)])
+    assert (
+        f"{stopped_run}: holds a run's config.toml, nets and metrics.jsonl but no state.json"
+        in line
+    )
+    assert "restore state.json to resume" in line and "--dir NEW_DIR" in line
+    after = {p.name: p.read_bytes() for p in stopped_run.iterdir() if p.is_file()}
+    after.pop(".frugalzero.lock")  # the refused command held the directory while it looked
+    assert after == before  # no state written, metrics not cut
+    # stopped between its config and its first state, with nothing else: that run resumes
+    (stopped_run / "metrics.jsonl").unlink()
+    (stopped_run / "nets").rmdir()
+    open_run(RunLayout(stopped_run), load_config(RunConfig, "smoke"))
+    assert (stopped_run / "state.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("iteration", "two", "iteration: expected an integer, got 'two'"),
+        ("step", "dance", "step: 'dance' is not one of"),
+        ("iteration", 1, "1 iterations finished but 0 recorded"),
+        ("iteration", -1, "iteration: -1 is out of range"),
+        ("positions", [1], "positions: expected an integer"),
+        ("iterations", [{"iteration": "x"}], "iterations[0].iteration: expected an integer"),
+    ],
+)
+def test_a_state_of_the_wrong_types_is_refused_by_field(stopped_run, capsys, field, value, says):
+    path = stopped_run / "state.json"
+    state = json.loads(path.read_text())
+    state[field] = value
+    path.write_text(json.dumps(state))
+    with pytest.raises(UserError):  # before a resume acts on it (a bad step looped forever)
+        RunState.load(stopped_run)
+    line = _error(capsys, ["run", "--dir", str(stopped_run)])
+    assert f"{path}" in line and says in line, line
+    assert "restore it" in line
+    assert json.loads(path.read_text())[field] == value  # left as it was
+
+
+def test_infinite_ratings_in_a_state_read_back(stopped_run):
+    """An iteration that lost every game is rated -inf (written "-inf" in JSON): a state that
+    holds one is a whole state, not a damaged one."""
+    state = RunState.load(stopped_run)
+    state.iteration, state.step = 1, "generate"
+    record = IterationRecord(1, elo=float("-inf"), elo_ci95=[float("-inf"), 1.5])
+    state.iterations = [record]
+    state.save(stopped_run)
+    back = RunState.load(stopped_run)
+    assert back.iterations[0].elo == float("-inf") and back.iterations[0].elo_ci95[1] == 1.5
+
+
+def test_the_same_preset_resumes_a_stopped_run_and_another_is_refused(stopped_run, capsys):
+    """The README's promise: after Ctrl-C, the same `frugalzero run --preset P --dir D`
+    resumes (it changes nothing); a preset that would change the run is refused by field."""
+    from frugalzero.cli import build_parser
+    from frugalzero.pipeline.cli import run_config
+
+    args = build_parser().parse_args(["run", "--preset", "smoke", "--dir", str(stopped_run)])
+    run_dir, config = run_config(args)
+    assert run_dir == stopped_run
+    state = open_run(RunLayout(stopped_run), config)  # the same run: resumed, not refused
+    assert state.config_sha256 == RunState.load(stopped_run).config_sha256
+    line = _error(capsys, ["run", "--preset", "demo", "--dir", str(stopped_run)])
+    assert "this run was made with" in line and "a resume keeps its config.toml" in line
+
+
+def test_report_and_every_writer_refuse_a_runs_own_files(stopped_run, tmp_path, capsys):
+    own = {p: p.read_bytes() for p in (stopped_run / "config.toml", stopped_run / "state.json")}
+    for path in own:
+        line = _error(capsys, ["report", str(stopped_run), "--out", str(path)])
+        assert f"{path}: the run {stopped_run}'s own {path.name}" in line
+    for argv in (
+        ["net", "new", "--arch", "tiny", "--out", str(stopped_run / "nets" / "iter-0001.x")],
+        ["net", "export", "small", "--onnx", str(stopped_run / "config.toml")],
+        ["import-pgn", str(tmp_path / "none.pgn"), "--out", str(stopped_run / "data" / "x")],
+    ):
+        line = _error(capsys, argv)
+        assert f"the run {stopped_run}'s own" in line, argv
+    assert {p: p.read_bytes() for p in own} == own
+    assert not (stopped_run / "nets").exists() and not (stopped_run / "data").exists()
+    # the run's report is not one of its own files: `report RUN` rewrites it
+    capsys.readouterr()
+    assert main(["report", str(stopped_run)]) == 0
+    assert (stopped_run / "report.html").is_file()
+
+
+def test_a_folder_with_another_tools_config_toml_is_not_taken_for_a_run(tmp_path):
+    from frugalzero.layout import LOCK, refuse_run_files
+
+    (tmp_path / "config.toml").write_text("[tool]\n")  # a project's own config, not a run's
+    refuse_run_files(tmp_path / "data" / "games.pgn")  # no run here: nothing refused
+    (tmp_path / LOCK).write_text("")  # what `frugalzero run` holds from its first start
+    with pytest.raises(UserError, match="own data"):
+        refuse_run_files(tmp_path / "data" / "games.pgn")
+
+
+def test_every_path_a_config_names_is_checked_before_anything_is_written(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    missing = tmp_path / "nope.pgn"
+    cases = [
+        (["--set", "method=pgn", "--set", f'generate.pgn=["{missing}"]'], "generate.pgn"),
+        (["--set", f'generate.openings="{missing}"'], "generate.openings"),
+        (["--set", f'net.init="{tmp_path / "none.safetensors"}"'], "net.init"),
+        (["--set", f'sfgames.engine.command="{tmp_path / "no-engine"}"'], "engine"),
+    ]
+    for flags, field in cases:
+        line = _error(capsys, ["run", "--preset", "smoke", "--dir", str(run_dir), *flags])
+        assert field in line and str(tmp_path) in line, (flags, line)
+        assert not run_dir.exists(), flags  # refused before the directory was made
+
+
+# -- 10. numbers and files refused where they enter (issue 63) -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        ("generate.games=1e100", "generate.games: 1e+100 is out of range (0 to "),
+        ("budget.iterations=10000000000", "budget.iterations: 10,000,000,000 is out of range"),
+        ("evaluation.nodes=1e12", "evaluation.nodes: 1e+12 is out of range"),
+        ("sfgames.engine.nodes=1e100", "sfgames.engine.nodes: 1e+100 is out of range"),
+        ("selfplay.search.simulations=1e100", "simulations: 1e+100 is out of range"),
+        ("train.steps=1e100", "train.steps: 1e+100 is out of range"),
+        ("seed=1e100", "seed: 1e+100 is out of range"),  # no bound declared: a 64-bit integer
+    ],
+)
+def test_integers_are_bounded_per_field(capsys, setting, says):
+    line = _error(capsys, ["config", "show", "--set", setting])
+    assert says in line, line
+    with pytest.raises(UserError, match="out of range"):
+        RunConfig(generate=dataclasses.replace(RunConfig().generate, games=10**100))
+
+
+def test_a_set_error_names_the_flag_not_the_preset(capsys):
+    line = _error(capsys, ["config", "show", "smoke", "--set", "generate.games=x"])
+    assert "--set generate.games: expected an integer, got 'x'" in line
+    assert "smoke.toml" not in line
+    line = _error(capsys, ["config", "show", "smoke", "--set", "train.lr=nan"])
+    assert "--set train.lr: nan is not a finite number" in line
+
+
+def test_binary_files_are_one_line_naming_them(tmp_path, stopped_run, capsys):
+    binary = bytes(range(256)) * 8
+    book = tmp_path / "book.pgn"
+    book.write_bytes(binary)
+    argv = ["sfgames", "--games", "2", "--out", str(tmp_path / "g"), "--openings", str(book)]
+    assert f"{book}: not an opening book" in _error(capsys, argv)
+    toml = tmp_path / "binary.toml"
+    toml.write_bytes(binary)
+    for argv in (["config", "show", str(toml)], ["run", "--config", str(toml), "--dir", "x"]):
+        assert f"{toml}: not a TOML file (it is not UTF-8 text)" in _error(capsys, argv)
+    (stopped_run / "config.toml").write_bytes(binary)
+    for argv in (["run", "--dir", str(stopped_run)], ["report", str(stopped_run)]):
+        assert f"{stopped_run / 'config.toml'}: not a TOML file" in _error(capsys, argv)
+
+
+def test_a_utf8_bom_is_accepted_in_configs_and_positions(tmp_path, capsys):
+    from frugalzero.chess.positions import load_book
+    from frugalzero.evaluate.epd import read_epd
+
+    bom = b"\xef\xbb\xbf"
+    toml = tmp_path / "bom.toml"
+    toml.write_bytes(bom + b'method = "sfgames"\n[generate]\ngames = 7\n')
+    assert load_config(RunConfig, str(toml)).generate.games == 7
+    epd = tmp_path / "bom.epd"
+    epd.write_bytes(bom + b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - bm e5;\n")
+    positions, skipped = read_epd(epd)
+    assert (len(positions), skipped) == (1, 0)
+    assert len(load_book(epd)) == 1
+    pgn = tmp_path / "bom.pgn"
+    pgn.write_bytes(bom + GAME.format(i=0).encode())
+    assert len(load_book(pgn)) == 1
+
+
+def test_shards_exits_non_zero_for_any_shard_it_cannot_read(tmp_path, capsys):
+    good = tmp_path / "shards"
+    write_shard(good / "a.fzs", selfplay_like_games(2, seed=1))
+    capsys.readouterr()
+    assert main(["shards", str(good), "--json"]) == 0
+    capsys.readouterr()
+    (good / "b.fzs").symlink_to(tmp_path / "gone.fzs")  # a shard whose file is gone
+    assert main(["shards", str(good), "--json"]) == 1
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert (summary["shards"], summary["damaged"], summary["games"]) == (1, 1, 2)
+    assert f"{good / 'b.fzs'}" in captured.err
+    (good / "a.fzs").unlink()  # every shard damaged
+    assert main(["shards", str(good), "--json"]) == 1
+
+
+def test_onnx_export_checks_its_destination_before_exporting(tmp_path, capsys, monkeypatch):
+    from frugalzero.nn import export
+
+    def never(*args, **kwargs):
+        raise AssertionError("exported before the destination was checked")
+
+    monkeypatch.setattr(export, "export_onnx", never)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    line = _error(capsys, ["net", "export", "small", "--onnx", str(folder)], code=1)
+    assert line.endswith(f"cannot write {folder}: Is a directory")
+    line = _error(capsys, ["net", "export", "small", "--onnx", str(blocker / "x.onnx")], code=1)
+    assert f"cannot create the directory {blocker}" in line

@@ -58,7 +58,8 @@ def make_run(path: Path, iterations: int = 2, seed: int = 0) -> Path:
                 "validation": {"traversing": validation},
             }
         )
-    (path / "state.json").write_text(json.dumps({"iterations": records, "elapsed_s": 540.0}))
+    state = {"iteration": iterations, "iterations": records, "elapsed_s": 540.0}
+    (path / "state.json").write_text(json.dumps(state))
     (path / "train" / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     fools = ["f2f3", "e7e5", "g2g4", "d8h4"]
     opening = ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6"]

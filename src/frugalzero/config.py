@@ -1,8 +1,10 @@
 """Typed configs: dataclasses filled from TOML presets and ``key.sub=value`` overrides.
 
-Loading is strict: an unknown key or a value of the wrong type is a one-line error naming the
-file and the key, so a typo never silently runs the default. Every run writes its resolved
-config back as TOML (``dump_toml``) beside its outputs.
+Loading is strict: an unknown key, a value of the wrong type or outside its field's range
+(``bounded``) is a one-line error naming the file and the key (or the ``--set`` flag that gave
+it), so a typo never silently runs the default and ``games = 1e100`` never starts a run that
+cannot end. Every run writes its resolved config back as TOML (``dump_toml``) beside its
+outputs.
 """
 
 from __future__ import annotations
@@ -20,6 +22,28 @@ from typing import Any, TypeVar
 from frugalzero.errors import UserError
 
 T = TypeVar("T")
+
+INT64 = (-(2**63), 2**63 - 1)
+"""The range of an integer field that declares none: what the C++ core and NumPy can hold."""
+
+BOM = "\ufeff"
+"""The UTF-8 byte order mark some editors write first: text files we read accept it."""
+
+
+def bounded(default: Any, low: float, high: float) -> Any:
+    """A config field whose value must lie in ``[low, high]``: declared beside the field, checked
+    wherever configs are (``from_dict`` for files and flags, ``check`` for configs built in
+    Python), so a count like ``games`` can never be a 101-digit number."""
+    return dataclasses.field(default=default, metadata={"range": (low, high)})
+
+
+@dataclasses.dataclass(frozen=True)
+class Given:
+    """A value given on the command line (``--set KEY=VALUE`` or a generated flag): a bad one
+    is blamed on ``flag``, not on the preset it overrides."""
+
+    flag: str
+    value: Any
 
 
 def preset_path(name: str) -> Path:
@@ -40,14 +64,23 @@ def list_presets() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def toml_text(path: Path) -> str:
+    """A TOML file's text (a byte order mark dropped); a binary file is one line naming it."""
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: bad TOML ({exc})") from None
+        data = path.read_bytes()
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return data.decode("utf-8").removeprefix(BOM)
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a TOML file (it is not UTF-8 text)") from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(toml_text(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: bad TOML ({exc})") from None
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -68,21 +101,37 @@ def parse_value(raw: str) -> Any:
 
 
 def merge_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """``data`` with each ``--set`` value put in place, as a ``Given`` naming its flag."""
     for text in overrides:
         path, value = parse_override(text)
         node = data
         for part in path[:-1]:
-            node = node.setdefault(part, {})
+            child = node.setdefault(part, {})
+            if isinstance(child, Given) and isinstance(child.value, dict):  # an earlier table
+                child = node[part] = dict(child.value)
+            node = child
             if not isinstance(node, dict):
                 raise UserError(f"--set {text!r}: {part} is not a section")
-        node[path[-1]] = value
+        node[path[-1]] = Given(f"--set {'.'.join(path)}", value)
     return data
+
+
+def plain_value(value: Any) -> Any:
+    """``value`` with every ``Given`` replaced by what it holds (a table or a field of type
+    ``Any`` keeps no record of where its values came from)."""
+    if isinstance(value, Given):
+        return plain_value(value.value)
+    if isinstance(value, dict):
+        return {k: plain_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain_value(v) for v in value]
+    return value
 
 
 def _coerce(value: Any, hint: Any, where: str) -> Any:
     origin = typing.get_origin(hint)
     if hint is Any:
-        return value
+        return plain_value(value)
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(hint)
         if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
@@ -111,7 +160,7 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     if origin is dict:
         if not isinstance(value, dict):
             raise UserError(f"{where}: expected a table, got {value!r}")
-        return dict(value)
+        return plain_value(value)
     if dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
             raise UserError(f"{where}: expected a table, got {value!r}")
@@ -127,8 +176,8 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
             return int(value)
         raise UserError(f"{where}: expected an integer, got {value!r}")
     if hint is float:
-        if isinstance(value, str) and value.lower() in ("inf", "infinity"):
-            return math.inf
+        if isinstance(value, str) and value.lower().lstrip("+-") in ("inf", "infinity"):
+            return -math.inf if value.startswith("-") else math.inf
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         raise UserError(f"{where}: expected a number, got {value!r}")
@@ -147,10 +196,11 @@ def _hints(cls: type) -> dict[str, Any]:
 def check(config: Any, section: str, checks: list[tuple[bool, str]] | None = None) -> None:
     """The validation of every config's ``__post_init__`` (a dataclass built in Python never
     passes through ``from_dict``): a value outside its ``Literal`` set, a number that is not
-    finite (``_not_finite``), or the first failed ``(ok, message)`` check, is a one-line
-    UserError naming ``section``. The number comes first: ``nan < 0`` is false, so a NaN
-    would otherwise pass every range check."""
-    for f in dataclasses.fields(config):
+    finite (``_not_finite``), the first failed ``(ok, message)`` check, or a number outside
+    its field's range (``bounded``), is a one-line UserError naming ``section``. A NaN comes
+    first: ``nan < 0`` is false, so it would otherwise pass every range check."""
+    fields = dataclasses.fields(config)
+    for f in fields:
         hint = _hints(type(config)).get(f.name)
         value = getattr(config, f.name)
         if typing.get_origin(hint) is typing.Literal:
@@ -162,25 +212,35 @@ def check(config: Any, section: str, checks: list[tuple[bool, str]] | None = Non
     for ok, message in checks or []:
         if not ok:
             raise UserError(f"{section}: {message}")
+    for f in fields:
+        _out_of_range(f, getattr(config, f.name), f"{section}.{f.name}")
 
 
 def from_dict(cls: type[T], data: dict[str, Any], where: str = "config") -> T:
-    """Build dataclass ``cls`` from ``data``; unknown keys, bad types and numbers that are not
-    finite name their place."""
+    """Build dataclass ``cls`` from ``data``; unknown keys, bad types, numbers that are not
+    finite or out of their field's range name their place (a ``Given`` value, its flag)."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise UserError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(fields))})")
-    kwargs = {k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()}
-    for key, value in kwargs.items():
-        _not_finite(fields[key], value, f"{where}.{key}")
+        given = data[unknown[0]]
+        place = given.flag if isinstance(given, Given) else where
+        raise UserError(f"{place}: unknown key {unknown[0]!r} (known: {', '.join(sorted(fields))})")
+    kwargs = {}
+    for key, value in data.items():
+        place = f"{where}.{key}"
+        if isinstance(value, Given):
+            place, value = value.flag, value.value
+        kwargs[key] = value = _coerce(value, hints[key], place)
+        _not_finite(fields[key], value, place)
+        _out_of_range(fields[key], value, place)
     return cls(**kwargs)
 
 
 def _not_finite(f: dataclasses.Field, value: Any, where: str) -> None:
     """A UserError for a NaN anywhere in a field's value (lists included), or an infinity in
-    a field whose default is not itself infinite (``search.nscl = inf`` means "off")."""
+    a field whose default is not itself infinite (``search.nscl = inf`` means "off") nor
+    marked ``infinite`` in its metadata (a rating of a net that lost every game)."""
     if isinstance(value, list | tuple):
         for i, item in enumerate(value):
             _not_finite(f, item, f"{where}[{i}]")
@@ -188,8 +248,29 @@ def _not_finite(f: dataclasses.Field, value: Any, where: str) -> None:
     if not isinstance(value, float) or math.isfinite(value):
         return
     infinite_default = isinstance(f.default, float) and math.isinf(f.default)
-    if math.isnan(value) or not infinite_default:
+    if math.isnan(value) or not (infinite_default or f.metadata.get("infinite")):
         raise UserError(f"{where}: {value!r} is not a finite number")
+
+
+def _out_of_range(f: dataclasses.Field, value: Any, where: str) -> None:
+    """A UserError for a number outside its field's ``bounded`` range (an integer field
+    without one: outside ``INT64``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    low, high = f.metadata.get("range", INT64 if isinstance(value, int) else (None, None))
+    if low is None or low <= value <= high:
+        return
+    raise UserError(
+        f"{where}: {_number(value)} is out of range ({_number(low)} to {_number(high)})"
+    )
+
+
+def _number(value: float) -> str:
+    if isinstance(value, int) and abs(value) < 10**12:
+        return f"{value:,}"
+    if isinstance(value, int) and abs(value) >= 10**300:  # past what a float holds
+        return f"a {len(str(abs(value)))}-digit integer"
+    return f"{value:.3g}"
 
 
 def load_config(
@@ -198,7 +279,8 @@ def load_config(
     overrides: list[str] | None = None,
     base: dict[str, Any] | None = None,
 ) -> T:
-    """Defaults <- preset file <- ``base`` (e.g. a run's saved config) <- ``--set`` overrides."""
+    """Defaults <- preset file <- ``base`` (e.g. a run's saved config) <- ``--set`` overrides.
+    An error in a value of ``base`` or ``overrides`` that came from a flag names the flag."""
     data: dict[str, Any] = {}
     where = "config"
     if preset:

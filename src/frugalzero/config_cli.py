@@ -20,7 +20,7 @@ import types
 import typing
 from typing import Any
 
-from frugalzero.config import deep_merge, dump_toml, load_config, parse_value, to_dict
+from frugalzero.config import Given, deep_merge, dump_toml, load_config, parse_value, to_dict
 
 PRECEDENCE = (
     "Settings resolve as: defaults <- preset (--config) <- flags <- --set KEY=VALUE "
@@ -159,7 +159,8 @@ def _add_fields(
 
 
 def flag_values(args: argparse.Namespace) -> dict[str, Any]:
-    """The generated flags that were given, as a nested table."""
+    """The generated flags that were given, as a nested table of ``Given`` values (an error
+    in one names its flag)."""
     given = {
         key[len(_DEST) :]: value
         for key, value in vars(args).items()
@@ -174,7 +175,7 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
         node = table
         for part in parents:
             node = node.setdefault(part, {})
-        node[leaf] = value
+        node[leaf] = Given(f"--{name.replace('_', '-')}", value)
     return table
 
 

@@ -16,12 +16,17 @@ A ``frugalzero run`` directory::
 A trainer's directory holds its checkpoint (``frugalzero.train.state``), its metrics, and the
 nets of its last iteration (``net.safetensors``, ``average.safetensors``) until the run moves
 them to ``nets/``. This module imports nothing heavy: the report and the CLI read it too.
+
+A run's own files (``OWN``) are written by ``frugalzero run`` only: every other writer asks
+``refuse_run_files`` first, so ``report --out RUN/config.toml`` cannot make a run unresumable.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from frugalzero.errors import UserError
 
 CONFIG = "config.toml"
 STATE = "state.json"
@@ -35,6 +40,9 @@ TRAIN = "train"
 DATA = "data"
 NETS = "nets"
 METRICS = "metrics.jsonl"
+TENSORBOARD = "tensorboard"
+LOCK = ".frugalzero.lock"
+"""Held by the one process writing a directory (``runtime.lock``); a run's from its first start."""
 
 NET = "net.safetensors"
 """The trainer's traversing net of its last iteration."""
@@ -55,6 +63,11 @@ def average_net(k: int) -> str:
 
 
 INITIAL_NET = iteration_net(0)
+
+OWN = (CONFIG, STATE, CLOCK, METRICS, SUMMARY, ELO, DATA, NETS, TRAIN, MATCHES, TENSORBOARD)
+"""What only the run writes in its directory (and its hidden files: lock, temporaries).
+``report.html`` and ``ladder.json`` are not among them: ``report`` and ``ladder --out`` write
+them there for the run's page."""
 
 
 def _under_root(name: str) -> property:
@@ -87,3 +100,18 @@ class RunLayout:
     def is_run(self) -> bool:
         """Whether the directory holds a run (its state or its config)."""
         return self.state.is_file() or self.config.is_file()
+
+
+def refuse_run_files(path: str | Path) -> None:
+    """A UserError when writing ``path`` (a file, or a directory to write into) would write
+    over a run's own files: one check for every writer but the run itself."""
+    given, path = path, Path(path).resolve()
+    for root in path.parents:
+        layout = RunLayout(root)  # a config.toml alone may be another tool's: a run's has a lock
+        if layout.state.is_file() or (layout.config.is_file() and (root / LOCK).is_file()):
+            name = path.relative_to(root).parts[0]
+            if name in OWN or name.startswith("."):
+                raise UserError(
+                    f"{given}: the run {root}'s own {name}, written by `frugalzero run` only "
+                    "(another writer would leave a run that cannot resume); write elsewhere"
+                )

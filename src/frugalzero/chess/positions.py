@@ -60,10 +60,14 @@ def odds_opening(piece: str, giver: chess.Color = chess.WHITE) -> Opening:
 
 
 def load_book(path: str | Path, limit: int | None = None) -> list[Opening]:
-    """Openings from an EPD file (one position a line) or a PGN file (each game's main line)."""
+    """Openings from an EPD file (one position a line) or a PGN file (each game's main line).
+    A file that is not text is one line naming it, whatever its name says."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: opening book not found")
+    with path.open("rb") as handle:
+        if b"\0" in handle.read(1 << 16):  # no text holds a NUL; PGN may be Latin-1
+            raise UserError(f"{path}: not an opening book (EPD or PGN text: it holds binary data)")
     if path.suffix.lower() == ".pgn":
         return _load_pgn_book(path, limit)
     return _load_epd_book(path, limit)
@@ -117,7 +121,10 @@ def _load_pgn_book(path: Path, limit: int | None) -> list[Opening]:
     with path.open(encoding="utf-8-sig", errors="replace") as handle:
         number = 0
         while True:
-            game = chess.pgn.read_game(handle)
+            try:
+                game = chess.pgn.read_game(handle)
+            except Exception as exc:  # python-chess trips on some garbage (IndexError)
+                raise UserError(f"{path}: game {number + 1}: unreadable PGN ({exc!r})") from None
             if game is None:
                 break
             number += 1

@@ -230,14 +230,17 @@ def game_skipped(path: str | Path, game: int, exc: Exception) -> str:
 def shard_paths(sources: Iterable[str | Path]) -> list[Path]:
     """Shard files named directly or found (recursively) in directories; sorted, unique.
 
-    Hidden files are skipped: they are shards still being written.
+    Hidden files are skipped: they are shards still being written. A link whose file is gone
+    is listed: a reader names it as a shard it cannot read, rather than never seeing it.
     """
     found: set[Path] = set()
     for source in sources:
         source = Path(source)
         if source.is_dir():
             found.update(
-                p for p in source.rglob(f"*{SUFFIX}") if not p.name.startswith(".") and p.is_file()
+                p
+                for p in source.rglob(f"*{SUFFIX}")
+                if not p.name.startswith(".") and (p.is_file() or p.is_symlink())
             )
         elif source.is_file():
             found.add(source)

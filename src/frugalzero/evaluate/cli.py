@@ -136,8 +136,11 @@ def _match(args: argparse.Namespace) -> int:
 
     from frugalzero.evaluate.match import play_match
     from frugalzero.output import emit
+    from frugalzero.runtime.files import check_destination
 
     config = config_from_args(args)
+    if config.pgn:
+        check_destination(config.pgn)  # before the games
     if args.sprt:
         config = replace(config, sprt=_parse_sprt(args.sprt, args.alpha, args.beta))
     result = play_match(args.engine_a, args.engine_b, config, progress=True)
@@ -253,7 +256,10 @@ def _eval_epd(args: argparse.Namespace) -> int:
     from frugalzero.gamestats import wilson
     from frugalzero.output import emit
     from frugalzero.runtime.cores import available_cores
+    from frugalzero.runtime.files import check_destination
 
+    if args.write:
+        check_destination(args.write)  # before the engine's moves are searched
     positions, skipped = [], 0
     for name in args.epd:
         found, bad = read_epd(Path(name), args.limit)
@@ -451,8 +457,9 @@ def _calibrate(args: argparse.Namespace) -> int:
         run_calibration,
     )
     from frugalzero.output import emit, to_json
-    from frugalzero.runtime.files import atomic_write_text
+    from frugalzero.runtime.files import atomic_write_text, check_destination
 
+    check_destination(args.out)  # before hours of games
     config = CalibrationConfig(
         games=args.games_per_pair,
         far_games=max(2, 2 * (args.games_per_pair // 5)),

@@ -30,7 +30,7 @@ def read_epd(path: Path, limit: int = 0) -> tuple[list[EpdPosition], int]:
     """(positions, lines skipped as unreadable) of an EPD file; at most ``limit`` (0 = all)."""
     positions, skipped = [], 0
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
     except OSError as exc:
         raise UserError(f"{path}: {exc.strerror}") from None
     for number, line in enumerate(lines, 1):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import chess
 
-from frugalzero.config import check
+from frugalzero.config import bounded, check
 from frugalzero.errors import UserError
 from frugalzero.expert.uci_client import Reply, UciEngine, UciError, UciPosition, go_command
 from frugalzero.values import VALUE_SCALE
@@ -27,11 +27,11 @@ class EngineConfig:
 
     command: str = "stockfish"
     """Engine executable: a path, or a name looked up on PATH and then in /usr/games."""
-    nodes: int = 1000
+    nodes: int = bounded(1000, 0, 10**10)
     """Nodes searched per move (0 = no node limit)."""
-    depth: int = 0
+    depth: int = bounded(0, 0, 1000)
     """Search depth per move (0 = no depth limit)."""
-    movetime_ms: int = 0
+    movetime_ms: int = bounded(0, 0, 86_400_000)
     """Milliseconds per move (0 = no time limit)."""
     hash_mb: int = 16
     """Transposition table per engine (UCI ``Hash``); small so memory stays bounded."""

@@ -46,7 +46,9 @@ def _new(args: argparse.Namespace) -> int:
     from frugalzero.nn.checkpoint import NetMeta, save_net
     from frugalzero.nn.config import architecture
     from frugalzero.nn.model import PolicyValueNet
+    from frugalzero.runtime.files import check_destination
 
+    check_destination(args.out)
     torch.manual_seed(args.seed)
     config = architecture(args.arch, value_head=args.value_head)
     meta = save_net(PolicyValueNet(config), args.out, NetMeta(config, notes=args.notes))
@@ -69,8 +71,6 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     import numpy as np
 
     from frugalzero.chess.encoding import encode
@@ -81,10 +81,12 @@ def _export(args: argparse.Namespace) -> int:
     from frugalzero.nn.export import compare_with_torch, export_onnx
     from frugalzero.nn.shipped import resolve_net_path
     from frugalzero.output import emit
+    from frugalzero.runtime.files import check_destination
 
+    destination = check_destination(args.onnx)  # before the export, which takes a while
     path = resolve_net_path(args.net)
     net, meta = load_net(path)
-    out = export_onnx(net, meta, Path(args.onnx))
+    out = export_onnx(net, meta, destination)
     result: dict = {"net": str(path), "net_id": meta.net_id, "onnx": str(out)}
     result["bytes"] = out.stat().st_size
     if args.check > 0:

@@ -14,8 +14,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run",
         help="train an engine: generate -> train -> evaluate, until a budget (resumable)",
         description="Iterations of data generation, training and evaluation. Resume a stopped "
-        "run with `frugalzero run --dir DIR`: its config.toml is the run, so a resume takes no "
-        "flag or --set that would change it (only --ray, where generation runs).",
+        "run with `frugalzero run --dir DIR` (or the command that started it): its config.toml "
+        "is the run, so a resume takes no preset, flag or --set that would change it (only "
+        "--ray, where generation runs).",
         usage="frugalzero run [-h] [--config PRESET_OR_TOML] [--dir DIR] [--json] "
         "[--ray ADDRESS] [--SECTION.FIELD VALUE ...] [--set KEY=VALUE ...]",
     )
@@ -33,24 +34,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_config(args: argparse.Namespace):
     """(run directory, config) of ``frugalzero run``: a saved run's config.toml stands where a
-    new run's preset (default: demo) would. Whether that config is the saved run's own is
-    ``RunLoop``'s check (``pipeline.identity``)."""
+    new run's preset (default: demo) would, and a preset given again (the command that started
+    the run, rerun after Ctrl-C) is resolved as it was then. Whether that config is the saved
+    run's own is ``RunLoop``'s check (``pipeline.identity``). A new run's files are checked
+    here, before its directory is made (``pipeline.inputs``)."""
     from frugalzero.config import read_toml
-    from frugalzero.errors import UserError
     from frugalzero.layout import RunLayout
+    from frugalzero.pipeline.inputs import check_inputs
 
     if args.ray:
         args.set.append(f"ray={args.ray}")
     run_dir = Path(args.dir) if args.dir else None
     if run_dir is not None and RunLayout(run_dir).is_run():
-        if args.config:
-            raise UserError(f"{run_dir} already holds a run; resume it without --config")
+        if args.config:  # compared field by field with the saved one when the run opens
+            return run_dir, config_from_args(args)
         saved = RunLayout(run_dir).config
         return run_dir, config_from_args(args, read_toml(saved) if saved.is_file() else {})
     args.config = args.config or "demo"
     if run_dir is None:
         run_dir = Path("runs") / f"{Path(args.config).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return run_dir, config_from_args(args)
+    config = config_from_args(args)
+    check_inputs(config)
+    return run_dir, config
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from frugalzero.config import check
+from frugalzero.config import bounded, check
 from frugalzero.evaluate.adjudicate import AdjudicationConfig
 from frugalzero.evaluate.gating import GateConfig
 from frugalzero.expert.explore import ExploreConfig
@@ -22,11 +22,11 @@ class BudgetConfig:
     """When the run stops: whichever limit is reached first (0 = no limit of that kind). A
     started iteration is always finished (with ``minutes``, cut to fit: see ``fit``)."""
 
-    iterations: int = 10
+    iterations: int = bounded(10, 0, 100_000)
     """Generate-train-evaluate iterations."""
-    minutes: float = 0.0
+    minutes: float = bounded(0.0, 0, 10_000_000)
     """Wall-clock minutes of the whole run (resumed runs count their earlier sessions)."""
-    positions: int = 0
+    positions: int = bounded(0, 0, 10**12)
     """Training positions generated."""
     fit: bool = True
     """With ``minutes``: cut the last iteration's games and training steps to what fits in the
@@ -80,15 +80,15 @@ class NetSection:
 class GenerateSection:
     """How much data each iteration makes, and what training sees."""
 
-    games: int = 200
+    games: int = bounded(200, 0, 10_000_000)
     """Games per iteration for selfplay, contempt, gumbel and sfgames."""
-    steps: int = 2000
+    steps: int = bounded(2000, 0, 100_000_000)
     """Exploration steps (labelled playouts) per iteration for eps-explore."""
     pgn: list[str] = field(default_factory=list)
     """PGN files of the pgn method (imported once, in the first iteration)."""
-    pgn_min_elo: int = 0
+    pgn_min_elo: int = bounded(0, 0, 4000)
     """pgn method: keep games whose players are both rated at least this."""
-    window: int = 1_000_000
+    window: int = bounded(1_000_000, 0, 10**11)
     """Replay window: training reads the newest this many positions."""
     nscl_raise: float = 0.0
     """contempt: when an iteration's (w+l)/d falls below 1, multiply N_scl by this (0 = fixed;
@@ -109,18 +109,18 @@ class GenerateSection:
 class EvaluationSection:
     """The matches after each iteration: a rating per iteration and the gating decision."""
 
-    nodes: int = 100
+    nodes: int = bounded(100, 1, 100_000_000)
     """Search nodes per move of our nets in these matches."""
-    games_vs_random: int = 20
+    games_vs_random: int = bounded(20, 0, 1_000_000)
     """Games against the random mover each iteration (anchor of the Elo scale)."""
-    games_vs_best: int = 20
+    games_vs_best: int = bounded(20, 0, 1_000_000)
     """Games of the new net against the current best (also the gating match)."""
-    final_games: int = 40
+    final_games: int = bounded(40, 0, 1_000_000)
     """After the last iteration: games of the final net against random and against the first
     iteration's net."""
-    concurrency: int = 0
+    concurrency: int = bounded(0, 0, 4096)
     """Games at once; 0 = one per core."""
-    noise_plies: int = 8
+    noise_plies: int = bounded(8, 0, 400)
     """Random opening plies of every evaluation game (paired, colours swapped)."""
     anchor_elo: float = 0.0
     """Rating of 'random' on the Elo scale of elo.csv; 0 = the calibrated ladder's."""

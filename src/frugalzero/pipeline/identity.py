@@ -5,7 +5,9 @@ refuses whatever would change it (a flag, ``--set``, a deleted or edited file) i
 going on under other settings while the run's data says otherwise. Its SHA-256 is kept in
 ``state.json``, so an edit is noticed. The fields of ``OPERATIONAL`` say where the work runs,
 not what it makes: a resumed session may set them for itself (the file keeps the first
-value).
+value). A directory is a whole run (config.toml and state.json agreeing, the state's fields of
+their types) or refused with one line saying what is missing and how to recover: never a
+resume that guesses.
 """
 
 from __future__ import annotations
@@ -14,17 +16,18 @@ import hashlib
 import tomllib
 from typing import Any
 
-from frugalzero.config import dump_toml, from_dict, to_dict
+from frugalzero.config import dump_toml, from_dict, to_dict, toml_text
 from frugalzero.errors import UserError
-from frugalzero.layout import CONFIG, DATA, MATCHES, METRICS, NETS, STATE, TRAIN, RunLayout
+from frugalzero.layout import CLOCK, CONFIG, DATA, MATCHES, METRICS, NETS, STATE, TRAIN, RunLayout
 from frugalzero.pipeline.config import RunConfig
+from frugalzero.pipeline.inputs import check_inputs
 from frugalzero.pipeline.state import RunState
 from frugalzero.runtime.files import atomic_write_text
 
 OPERATIONAL = ("ray",)
 # what a run writes besides its config and state: present without state.json, the run's
 # progress is unknown
-_RUN_FILES = (DATA, NETS, TRAIN, MATCHES, METRICS)
+_RUN_FILES = (DATA, NETS, TRAIN, MATCHES, METRICS, CLOCK)
 
 
 def config_text(config: RunConfig) -> str:
@@ -43,23 +46,34 @@ def open_run(layout: RunLayout, config: RunConfig) -> RunState:
     if state is not None:
         _check_same(layout, config, state.config_sha256)
         if not state.config_sha256:  # a run from before the hash was kept
-            state.config_sha256 = digest(layout.config.read_text(encoding="utf-8"))
+            state.config_sha256 = digest(toml_text(layout.config))
         return state
-    if layout.config.is_file():  # stopped between writing its config and its first state
-        _check_same(layout, config, "")
-        text = layout.config.read_text(encoding="utf-8")
+    found = [name for name in _RUN_FILES if (layout.root / name).exists()]
+    if layout.config.is_file():
+        if found:  # it ran, and how far is unknown: replaying would cut and redo its work
+            raise UserError(
+                f"{layout.root}: holds a run's {_listed([CONFIG, *found])} but no {STATE}, so what "
+                f"it did is unknown; restore {STATE} to resume, or start a new run from its "
+                f"config: frugalzero run --config {layout.config} --dir NEW_DIR"
+            )
+        _check_same(layout, config, "")  # stopped between writing its config and its state
+        text = toml_text(layout.config)
     else:
-        found = [name for name in _RUN_FILES if (layout.root / name).exists()]
         if found:
             raise UserError(
-                f"{layout.root}: holds a run's {found[0]} but no {STATE} or {CONFIG}, so "
+                f"{layout.root}: holds a run's {_listed(found)} but no {STATE} or {CONFIG}, so "
                 "what it did is unknown; start a new run in another --dir"
             )
+        check_inputs(config)
         text = config_text(config)
         atomic_write_text(layout.config, text)
     state = RunState(config_sha256=digest(text), metrics_lines=0)
     state.save(layout.root)
     return state
+
+
+def _listed(names: list[str]) -> str:
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def _check_same(layout: RunLayout, config: RunConfig, sha256: str) -> None:
@@ -69,7 +83,7 @@ def _check_same(layout: RunLayout, config: RunConfig, sha256: str) -> None:
             f"{path}: missing, and it is what this run was made with; restore it to resume, "
             "or start a new run in another --dir"
         )
-    text = path.read_text(encoding="utf-8")
+    text = toml_text(path)
     if sha256 and digest(text) != sha256:
         raise UserError(
             f"{path}: changed since the run started (its SHA-256 is not the one in {STATE}); "

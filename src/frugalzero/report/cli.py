@@ -24,9 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _main(args: argparse.Namespace) -> int:
     from frugalzero.layout import REPORT, RunLayout
     from frugalzero.report import write_report
+    from frugalzero.runtime.files import check_destination
 
     runs = [Path(r) for r in args.runs]
     default = RunLayout(runs[0]).report if len(runs) == 1 else Path(REPORT)
-    out = write_report(runs, Path(args.out) if args.out else default)
+    out = write_report(runs, check_destination(args.out or default))
     print(out)
     return 0

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from frugalzero.config import toml_text
 from frugalzero.errors import UserError
 from frugalzero.layout import CONFIG, STATE, RunLayout
+from frugalzero.pipeline.state import RunState
 from frugalzero.train.metrics import read_metrics
 
 
@@ -46,11 +48,9 @@ def read_run(path: Path) -> RunData:
     state_path, config_path = run.state, run.config
     if not state_path.is_file() or not config_path.is_file():
         raise UserError(f"{path}: not a run directory (no {STATE} and {CONFIG})")
-    try:
-        state = json.loads(state_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{state_path}: unreadable ({exc})") from None
-    config_text = config_path.read_text(encoding="utf-8")
+    RunState.load(path)  # a damaged state is one line naming its field, as for a resume
+    state = json.loads(state_path.read_text(encoding="utf-8"))
+    config_text = toml_text(config_path)
     try:
         config = tomllib.loads(config_text)
     except tomllib.TOMLDecodeError as exc:
@@ -64,7 +64,18 @@ def read_run(path: Path) -> RunData:
         arch=str(config.get("net", {}).get("arch", "?")),
         iterations=list(state.get("iterations", [])),
         training=[r for r in read_metrics(run.train) if r.get("kind") in ("train", "swa")],
-        ladder=json.loads(ladder_path.read_text()) if ladder_path.is_file() else None,
+        ladder=_ladder(ladder_path) if ladder_path.is_file() else None,
         pgn_files=sorted(run.matches.glob("*.pgn")),
         elapsed_s=float(state.get("elapsed_s", 0.0)),
     )
+
+
+def _ladder(path: Path) -> dict[str, Any]:
+    """The ladder result a user wrote beside the run (``ladder --json``)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: not a ladder result (JSON: {exc})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: not a ladder result (a JSON object)")
+    return data

@@ -3,11 +3,13 @@ whole new one, never a part. Every file we write whole goes through here."""
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
 
 from frugalzero.errors import file_error
+from frugalzero.layout import refuse_run_files
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, *, replace: bool = True) -> Path:
@@ -62,3 +64,31 @@ def _link_new(tmp: str, path: Path) -> None:
         os.replace(tmp, path)
         return
     Path(tmp).unlink()
+
+
+def check_destination(path: str | Path) -> Path:
+    """``path``, a file a command writes when its work is done, checked before the work (an
+    export or a match that runs for minutes, then cannot write, has wasted them): not a run's
+    own file (``layout.refuse_run_files``), not a directory, and in a directory that exists or
+    can be made and takes a new file (a probe file, removed at once). A refusal is the
+    OSError ``atomic_write_bytes`` would raise, marked the same way."""
+    path = Path(path)
+    refuse_run_files(path)
+    if path.is_dir():
+        raise file_error(_os_error(errno.EISDIR, path), "write", path)
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:  # made when the file is written
+        folder = folder.parent
+    if not folder.is_dir():
+        raise file_error(_os_error(errno.ENOTDIR, folder), "create the directory", path.parent)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise file_error(exc, "write", path) from None
+    os.close(fd)
+    os.unlink(probe)
+    return path
+
+
+def _os_error(code: int, path: Path) -> OSError:
+    return OSError(code, os.strerror(code), str(path))

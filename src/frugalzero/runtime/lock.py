@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.errors import UserError
-
-LOCK_FILE = ".frugalzero.lock"
+from frugalzero.layout import LOCK as LOCK_FILE
+from frugalzero.layout import refuse_run_files
 
 
 class DirectoryLock:
     """``with DirectoryLock(path):`` holds ``path``'s lock (creating the directory) or raises
-    a UserError naming the process that holds it."""
+    a UserError naming the process that holds it (or the run whose own folder ``path`` is:
+    ``layout.refuse_run_files``)."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -30,6 +31,7 @@ class DirectoryLock:
         self._fd: int | None = None
 
     def acquire(self) -> DirectoryLock:
+        refuse_run_files(self.directory)  # a writer into a run's own folder (its data/, nets/)
         self.directory.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:

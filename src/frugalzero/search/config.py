@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from frugalzero.config import check
+from frugalzero.config import bounded, check
 from frugalzero.search.puct import temperature_for_ply
 
 
@@ -19,7 +19,7 @@ class SearchConfig:
     """The search's implementation: 'native' (C++, frugalzero._native: what every command
     uses) or 'python' (frugalzero.search.tree, the reference the native core is tested
     against: the same search, move for move, ~30x slower)."""
-    simulations: int = 800
+    simulations: int = bounded(800, 1, 10**9)
     """Simulations per move (leaf evaluations or terminal visits; the root's own evaluation is
     not counted). AlphaZero used 800."""
     c_init: float = 1.25

@@ -48,6 +48,7 @@ def _selfplay(args: argparse.Namespace) -> int:
 
     from frugalzero.config import dump_toml, to_dict
     from frugalzero.data.shards import ShardWriter
+    from frugalzero.layout import refuse_run_files
     from frugalzero.nn.shipped import resolve_net_path
     from frugalzero.output import emit, to_json
     from frugalzero.runtime.files import atomic_write_text
@@ -59,6 +60,8 @@ def _selfplay(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     net_path = resolve_net_path(args.net)
     out = Path(args.out)
+    if args.pgn:
+        refuse_run_files(args.pgn)
     hold(out)  # one writer at a time
     stamp = time.strftime("%Y%m%d-%H%M%S")
     prefix = f"{config.method}-{stamp}-s{config.seed}"

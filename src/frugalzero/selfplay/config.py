@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from frugalzero.config import check
+from frugalzero.config import bounded, check
 from frugalzero.nn.config import EvaluatorConfig
 from frugalzero.search.config import SearchConfig
 
@@ -14,7 +14,7 @@ from frugalzero.search.config import SearchConfig
 class SelfPlayConfig:
     """How many games, from where, how many at once; the search and evaluator settings."""
 
-    games: int = 64
+    games: int = bounded(64, 1, 1 << 30)  # 2**30: bench selfplay's "until the clock stops"
     """Games to play in all (across workers)."""
     concurrent: int = 128
     """Games played at once by one worker; their leaves share evaluator batches (32-256)."""

@@ -92,7 +92,7 @@ def _train(args: argparse.Namespace) -> int:
     from frugalzero.data.selection import replay_window
     from frugalzero.errors import UserError
     from frugalzero.output import emit
-    from frugalzero.runtime.files import atomic_write_bytes, atomic_write_text
+    from frugalzero.runtime.files import atomic_write_bytes, atomic_write_text, check_destination
     from frugalzero.runtime.progress import stderr_console
     from frugalzero.train import state
     from frugalzero.train.data import PositionSet, fixed_holdout
@@ -100,7 +100,7 @@ def _train(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     config = config_from_args(args)
-    out = Path(args.out)
+    out = check_destination(args.out)
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(out)
     if args.window < 0:
         raise UserError("--window must not be negative")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from frugalzero.config import check
+from frugalzero.config import bounded, check
 from frugalzero.errors import UserError
 
 Optimizer = Literal["sgd", "adam"]
@@ -19,14 +19,14 @@ DEFAULT_LR = {"sgd": 0.05, "adam": 0.001}
 class TrainConfig:
     """How networks are trained; the defaults are what we measured to work on small machines."""
 
-    batch_size: int = 256
+    batch_size: int = bounded(256, 1, 1 << 20)
     """Positions per optimiser step (the effective batch, whatever ``accumulation`` is)."""
     accumulation: int = 1
     """Micro-batches each step is split into (their gradients are summed): a large effective
     batch on a machine whose memory holds only a small one. Must divide batch_size."""
     epochs: float = 10.0
     """Passes over the training data in the main phase of one iteration (fractions allowed)."""
-    steps: int = 0
+    steps: int = bounded(0, 0, 10**9)
     """Optimiser steps of the main phase; overrides ``epochs`` when > 0."""
     optimizer: Optimizer = "sgd"
     """'sgd': SGD with Nesterov momentum (epsilon-Explore); 'adam': Adam (CS230)."""

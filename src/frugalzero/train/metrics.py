@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from frugalzero.layout import METRICS
+from frugalzero.layout import METRICS, TENSORBOARD
 from frugalzero.output import to_json
 
 
@@ -67,7 +67,7 @@ class MetricsLog:
                 self.tensorboard = False
                 return None
             self._writer = SummaryWriter(
-                str(self.run_dir / "tensorboard"), purge_step=self._purge_step
+                str(self.run_dir / TENSORBOARD), purge_step=self._purge_step
             )
         return self._writer
 
