@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shlex
 import signal
+import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import chess
@@ -23,7 +27,7 @@ from frugalzero.evaluate.sprt import SprtConfig
 FAKE_ENGINE = """#!{python}
 # A UCI engine for tests: random legal moves; once (marker file) it dies, hangs or (mode
 # "slow") thinks 1.5 s at a 'go', or (mode "startup") dies at its first 'uci' before answering;
-# mode "slowquit" takes 3 s to leave at 'quit'.
+# mode "slowquit" takes 6 s to leave at 'quit'.
 # Every 'go' line is appended to MARKER + ".go".
 import os, random, signal, sys, time
 import chess
@@ -72,7 +76,7 @@ for line in sys.stdin:
         print("bestmove " + move.uci())
     elif words[0] == "quit":
         if MODE == "slowquit":  # still tearing down when the match gives up waiting
-            time.sleep(3)
+            time.sleep(6)
         break
     sys.stdout.flush()
 """
@@ -364,3 +368,206 @@ def test_fairy_plays_far_below_stockfish_skill(fairy_stockfish):
     result = play_match("fairy?skill=-20&nodes=2000", "random", cfg)
     assert result.tally.games == 2 and result.tally.losses == 0
     assert all(chess.Board(o.opening.root_fen) for o in result.outcomes)
+
+
+# A misbehaving engine (tests/fixtures/bad_engine.py, one fault per mode) against the runner:
+# every match ends in bounded time, the engine forfeits with its reason in the PGN and the
+# summary, and no engine process outlives the match.
+
+BAD_ENGINE = Path(__file__).parent / "fixtures" / "bad_engine.py"
+BOUND_S = 45.0
+"""Each match below ends in a few seconds on an idle machine; this only catches a hang."""
+
+
+def bad_engine(tmp_path: Path, mode: str, limit: str = "nodes=1") -> tuple[str, Path]:
+    """(engine spec, its pid file) of the fixture misbehaving in ``mode``."""
+    pids = tmp_path / f"{mode}.pids"
+    wrapper = tmp_path / f"bad-{mode}"
+    argv = [sys.executable, str(BAD_ENGINE), mode, str(pids)]
+    wrapper.write_text(f"#!/bin/sh\nexec {' '.join(map(shlex.quote, argv))}\n")
+    wrapper.chmod(0o755)
+    return f"uci:{wrapper}?{limit}", pids
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def assert_no_engine_left(pids: Path) -> list[int]:
+    """Every process the fixture started has ended (a short bounded poll: SIGKILL is
+    delivered asynchronously); one left running is killed, then fails the test."""
+    started = [int(p) for p in pids.read_text().split()]
+    deadline = time.monotonic() + 5.0
+    while any(map(_running, started)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in started if _running(p)]
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == []
+    return started
+
+
+def forfeit_notes(pgn: Path) -> list[tuple[chess.pgn.Headers, str]]:
+    """(headers, comment on the game's last move) of each game, in round order."""
+    games = sorted(pgn_text_games(pgn.read_text()), key=lambda g: int(g.headers["Round"]))
+    return [(g.headers, g.end().comment) for g in games]
+
+
+def cli_match(pids: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    """``frugalzero match ARGS`` and its seconds; a hang fails the test, and the engines it
+    left behind (its own process groups: killing the match does not end them) are killed."""
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "frugalzero", "match", *args],
+            capture_output=True,
+            text=True,
+            timeout=BOUND_S,
+        )
+    except subprocess.TimeoutExpired:
+        for pid in map(int, pids.read_text().split() if pids.is_file() else []):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        pytest.fail(f"frugalzero match did not end in {BOUND_S:g} s")
+    return done, time.monotonic() - started
+
+
+def test_an_engine_that_never_sends_uciok_ends_the_match_with_one_line(tmp_path):
+    spec, pids = bad_engine(tmp_path, "no-uciok")
+    done, _ = cli_match(
+        pids, spec, "random", "--games", "2", "--concurrency", "1", "--hang-seconds", "3"
+    )
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("frugalzero: error: engine ") and spec in last and "uciok" in last
+    assert "Traceback" not in done.stderr and "Loop" not in done.stderr
+    assert len(assert_no_engine_left(pids)) == 1  # a hang is not retried: it would hang again
+
+
+def test_an_engine_that_never_answers_isready_ends_the_match_with_one_line(tmp_path):
+    spec, pids = bad_engine(tmp_path, "no-readyok")
+    cfg = MatchConfig(games=2, concurrency=2, hang_seconds=3)
+    with pytest.raises(UserError, match="readyok") as refused:
+        play_match(spec, "random", cfg)
+    assert parse_spec(spec).name in str(refused.value)
+    assert len(assert_no_engine_left(pids)) == 2
+
+
+def test_an_engine_that_never_answers_go_forfeits_each_game_under_movetime(tmp_path):
+    spec, pids = bad_engine(tmp_path, "no-bestmove", "movetime=100")
+    pgn = tmp_path / "m.pgn"
+    args = ["--games", "2", "--concurrency", "2", "--json", "--pgn", str(pgn)]
+    done, seconds = cli_match(pids, spec, "random", *args)  # the default margins
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    name = parse_spec(spec).name
+    assert summary["losses"] == 2 and summary["forfeits"] == {name: {"hang": 2}}
+    for headers, note in forfeit_notes(pgn):
+        assert headers["Termination"] == "time forfeit"
+        assert f"{name} forfeits: hang" in note and "bestmove" in note
+    assert seconds < 30  # a 100 ms move is given up a few seconds after its time
+    assert_no_engine_left(pids)
+
+
+def test_an_engine_silent_after_ucinewgame_forfeits_each_game(tmp_path):
+    spec, pids = bad_engine(tmp_path, "no-readyok-in-game")
+    pgn = tmp_path / "m.pgn"
+    cfg = MatchConfig(games=2, concurrency=1, hang_seconds=3, pgn=str(pgn))
+    result = play_match(spec, "random", cfg)
+    name = parse_spec(spec).name
+    assert result.summary()["forfeits"] == {name: {"hang": 2}}
+    for headers, note in forfeit_notes(pgn):
+        assert headers["Termination"] == "time forfeit" and headers["PlyCount"] == "8"
+        assert f"{name} forfeits: hang" in note and "readyok" in note
+    assert len(assert_no_engine_left(pids)) == 2  # restarted for the second game
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind", "said"),
+    [("dies", "crash", "exit code 3"), ("illegal", "illegal move", "bestmove ")],
+)
+def test_an_engine_that_dies_or_moves_illegally_forfeits_and_is_restarted(
+    tmp_path, mode, kind, said
+):
+    spec, pids = bad_engine(tmp_path, mode)
+    pgn = tmp_path / "m.pgn"
+    cfg = MatchConfig(games=3, concurrency=1, hang_seconds=10, pgn=str(pgn), adjudication=SHORT)
+    result = play_match(spec, "random", cfg)
+    name = parse_spec(spec).name
+    assert result.summary()["forfeits"] == {name: {kind: 3}}
+    assert result.tally.losses == 3
+    for headers, note in forfeit_notes(pgn):
+        assert headers["Termination"] == "rules infraction"
+        assert headers["TerminationDetails"].endswith(kind)
+        assert f"{name} forfeits: {kind}" in note and said in note
+        assert int(headers["PlyCount"]) >= 8 + 4  # mid-game: at the engine's third move
+    assert len(assert_no_engine_left(pids)) == 3
+
+
+def test_an_engine_that_floods_its_output_is_read_in_bounded_memory(tmp_path):
+    spec, pids = bad_engine(tmp_path, "flood")  # 2 MB of info a move; one 4 MB line
+    pgn = tmp_path / "m.pgn"
+    short = AdjudicationConfig(max_plies=16)
+    cfg = MatchConfig(games=2, concurrency=1, hang_seconds=20, pgn=str(pgn), adjudication=short)
+    started = time.monotonic()
+    result = play_match(spec, "random", cfg)
+    assert time.monotonic() - started < BOUND_S
+    name = parse_spec(spec).name
+    assert result.summary()["forfeits"] == {name: {"bad output": 1}}
+    (lost, note), (played, _) = forfeit_notes(pgn)
+    assert lost["Termination"] == "rules infraction" and "line of output over" in note
+    assert played["TerminationDetails"] == "length limit (16 plies)"  # 4 flooded moves read
+    assert len(assert_no_engine_left(pids)) == 2
+
+
+def test_a_line_without_end_is_not_kept_whole():
+    import asyncio
+
+    from frugalzero.evaluate.engines import MAX_LINE, BoundedUci
+
+    class Transport:
+        killed = 0
+
+        def kill(self) -> None:
+            self.killed += 1
+
+        def get_pid(self) -> None:
+            return None
+
+    class Counting(BoundedUci):
+        lines = 0
+
+        def line_received(self, line: str) -> None:
+            self.lines += 1
+
+    async def feed() -> tuple[Counting, Transport]:
+        protocol, transport = Counting(), Transport()
+        protocol.connection_made(transport)
+        protocol.pipe_data_received(1, b"id name x\n" + b"info depth 1\n" * 10_000)
+        for _ in range(3 * MAX_LINE // 65536):
+            protocol.pipe_data_received(1, b"x" * 65536)
+            assert len(protocol.buffer[1]) <= MAX_LINE
+        return protocol, transport
+
+    protocol, transport = asyncio.run(feed())
+    assert transport.killed == 1 and "line of output over" in protocol.fault
+    assert protocol.lines == 10_001  # the lines before it were read
+
+
+def test_an_engines_stderr_reaches_the_log_a_few_lines_only(caplog):
+    import asyncio
+
+    from frugalzero.evaluate.engines import STDERR_LINES, BoundedUci
+
+    async def feed() -> None:
+        protocol = BoundedUci()
+        protocol.pipe_data_received(2, b"debug output\n" * 10_000)
+
+    with caplog.at_level("WARNING", logger="chess.engine"):
+        asyncio.run(feed())
+    assert len(caplog.records) == STDERR_LINES + 1 and "not shown" in caplog.messages[-1]

@@ -2,20 +2,26 @@
 
 A UCI engine gets its own process per seat (python-chess's asyncio client), so games run in
 parallel without sharing engine state; a ``net:`` engine under a clock is one too (our own
-``frugalzero uci``). A player under a clock is handed both clocks with each move. A move that
-does not come back in time, a process that dies, or an illegal move raises ``PlayerFailure``:
-the runner scores the game as a loss for that side and restarts the engine before its next
-game. ``random`` plays a uniformly random legal move from a per-game seed. Seats of ``net``
-engines with a node limit (``frugalzero.evaluate.netplayer``) are players built on the types
-here; the match runner seats them all (``make_players``).
+``frugalzero uci``). A player under a clock is handed both clocks with each move. Nothing the
+engine does can stall the runner or grow its memory: every wait for an answer (``uciok``,
+``readyok``, ``bestmove``) has a timeout, and a line of output has a length bound. A move that
+does not come back in time, a process that dies, an illegal move or an overlong line raises
+``PlayerFailure``: the runner scores the game as a loss for that side, kills the engine and
+starts it again before its next game. ``random`` plays a uniformly random legal move from a
+per-game seed. Seats of ``net`` engines with a node limit (``frugalzero.evaluate.netplayer``)
+are players built on the types here; the match runner seats them all (``make_players``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
+import signal
+from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import chess
 import chess.engine
@@ -24,13 +30,35 @@ from frugalzero.errors import UserError
 from frugalzero.evaluate.specs import EngineSpec, uci_command
 from frugalzero.values import score_cp
 
+T = TypeVar("T")
+
+MAX_LINE = 1 << 20
+"""Bytes in one line of engine output: real UCI lines are under a few kB, so a longer one is a
+broken engine, and keeping it whole would let it take all our memory."""
+HANG_MARGIN = 5.0
+"""Seconds past a timed move's time before a silent engine has hung (``MatchConfig``)."""
+STDERR_LINES = 20
+"""Lines of an engine's stderr passed on to our log (python-chess logs each as a warning):
+enough for its error, not a flood on the user's terminal."""
+QUIT_SECONDS = 2.0
+"""How long a healthy engine may take to leave after ``quit`` before it is killed."""
+REAP_SECONDS = 10.0
+"""How long a killed engine may take to be reaped: at once, unless the machine is stalled (or
+the process is stuck in the kernel, when we give up on it)."""
+
 
 class SpecMistake(UserError):
     """An engine refused an option of its spec: starting it again would not help."""
 
 
+class StartHang(UserError):
+    """An engine did not answer its handshake in time: starting it again would only wait as
+    long again, so the match ends with this line instead."""
+
+
 class PlayerFailure(Exception):
-    """The engine lost the game by failing: ``kind`` is crash, hang, illegal move or error."""
+    """The engine lost the game by failing: ``kind`` is hang, crash, illegal move, bad output
+    or error; ``detail`` says what it did."""
 
     def __init__(self, kind: str, detail: str = "") -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
@@ -70,6 +98,10 @@ class Player:
         await self.close()
         await self.start()
 
+    async def abandon(self) -> None:
+        """Stop at once after a failure: a broken engine is not asked to quit."""
+        await self.close()
+
     async def close(self) -> None:
         pass
 
@@ -89,89 +121,223 @@ class RandomPlayer(Player):
         return Played(self._rng.choice(list(board.legal_moves)))
 
 
-class UciPlayer(Player):
-    """One process of a UCI engine, restarted after a crash or a hang."""
+class BoundedUci(chess.engine.UciProtocol):
+    """python-chess's UCI client reading its engine in bounded memory and linear time: a line
+    over ``MAX_LINE`` bytes kills the engine, ``fault`` saying why, instead of being kept
+    whole; a read is split into lines once (python-chess copies the rest of the buffer per
+    line, which makes a flood of ``info`` quadratic); only the first ``STDERR_LINES`` lines
+    of stderr are logged."""
 
-    def __init__(self, spec: EngineSpec, hang_seconds: float) -> None:
+    def __init__(self) -> None:
+        super().__init__()
+        self.fault = ""
+        self.stderr_lines = 0
+
+    def error_line_received(self, line: str) -> None:
+        self.stderr_lines += 1
+        if self.stderr_lines <= STDERR_LINES:
+            super().error_line_received(line)
+        elif self.stderr_lines == STDERR_LINES + 1:
+            chess.engine.LOGGER.warning("%s: stderr >> (more lines not shown)", self)
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if self.fault:
+            return  # it is being killed: nothing more it says counts
+        chunk = data.encode() if isinstance(data, str) else data
+        buffer = self.buffer[fd]
+        buffer.extend(chunk)
+        if b"\n" in chunk:
+            *lines, rest = buffer.split(b"\n")
+            self.buffer[fd] = buffer = bytearray(rest)
+            for line in lines:
+                if len(line) > MAX_LINE:
+                    return self._overflow(fd)
+                self._take(fd, line.removesuffix(b"\r"))
+        if len(buffer) > MAX_LINE:
+            self._overflow(fd)
+
+    def _take(self, fd: int, line: bytearray) -> None:
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as err:
+            chess.engine.LOGGER.warning("%s: >> %r (%s)", self, line[:200], err)
+            return
+        if fd == 1:
+            self._line_received(text)
+        else:
+            self.error_line_received(text)
+
+    def _overflow(self, fd: int) -> None:
+        self.fault = f"a line of output over {MAX_LINE >> 20} MiB"
+        self.buffer[fd] = bytearray()
+        if self.transport is not None:
+            self.transport.kill()
+
+
+class UciPlayer(Player):
+    """One process of a UCI engine, killed and started again after a failure."""
+
+    def __init__(
+        self, spec: EngineSpec, hang_seconds: float, hang_margin: float = HANG_MARGIN
+    ) -> None:
         super().__init__(spec)
         self.hang_seconds = hang_seconds
+        self.hang_margin = hang_margin
         self.limit = chess.engine.Limit(
             nodes=spec.nodes,
             depth=spec.depth,
             time=spec.movetime / 1000 if spec.movetime else None,
         )
         self._transport: asyncio.SubprocessTransport | None = None
-        self._engine: chess.engine.UciProtocol | None = None
+        self._engine: BoundedUci | None = None
         self._game: object = object()
 
     async def start(self) -> None:
         argv, env = uci_command(self.spec)
-        command = " ".join(argv)
         try:
-            self._transport, self._engine = await asyncio.wait_for(
-                chess.engine.popen_uci(argv, setpgrp=True, env=env), self.hang_seconds
-            )
-        except (TimeoutError, OSError, chess.engine.EngineError) as exc:
-            raise UserError(f"engine {self.name!r}: could not start {command} ({exc})") from None
-        available = self._engine.options  # case-insensitive: the spec's key may be lower case
+            self._transport, self._engine = await BoundedUci.popen(argv, setpgrp=True, env=env)
+        except OSError as exc:
+            raise UserError(f"engine {self.name!r}: could not start {argv[0]} ({exc})") from None
+        try:  # whatever stops the handshake (a hang, a crash, Ctrl-C) ends the process too
+            await self._handshake(self._engine)
+        except BaseException:
+            await self.abandon()
+            raise
+
+    async def _handshake(self, engine: BoundedUci) -> None:
+        await self._starting(engine.initialize(), "uciok", "uci")
+        available = engine.options  # case-insensitive: the spec's key may be lower case
         options = {
             available[k].name if k in available else k: v
             for k, v in self.spec.options.items()
             if k not in self.spec.soft_options or k in available
         }
         try:
-            await self._engine.configure(options)
+            await engine.configure(options)
         except chess.engine.EngineError as exc:
-            await self.close()
             raise SpecMistake(f"engine {self.name!r}: {exc}") from None
-        try:  # ready before the first move: a clock must not pay for loading a network
-            await asyncio.wait_for(self._engine.ping(), self.hang_seconds)
-        except (TimeoutError, chess.engine.EngineError) as exc:
-            await self.close()
-            raise UserError(f"engine {self.name!r}: not ready after start ({exc!r})") from None
+        # ready before the first move: a clock must not pay for loading a network
+        await self._starting(engine.ping(), "readyok", "isready")
+
+    async def _starting(self, answer: Awaitable[None], what: str, after: str) -> None:
+        """Wait for a handshake's ``what``: a hang is a ``StartHang``, a death a UserError
+        (which the runner retries: an engine killed in its handshake may well start)."""
+        try:
+            await asyncio.wait_for(answer, self.hang_seconds)
+        except TimeoutError:
+            raise StartHang(
+                f"engine {self.name!r}: no {what} {self.hang_seconds:g} s after {after} "
+                "(raise --hang-seconds if it is only slow to start)"
+            ) from None
+        except chess.engine.EngineError as exc:
+            raise UserError(f"engine {self.name!r}: {self._why_failed(exc).detail}") from None
 
     @property
     def pid(self) -> int | None:
         return self._transport.get_pid() if self._transport else None
 
     async def new_game(self, seed: int) -> None:
-        self._game = object()  # a new game object makes python-chess send ucinewgame
+        """``ucinewgame`` and its ``readyok`` before the game, so a hang there is named and a
+        clock does not pay for the engine clearing its tables."""
+        engine = self._running()
+        engine.send_line("ucinewgame")
+        engine.first_game, engine.game = False, self._game  # python-chess then sends no other
+        what = f"no readyok {self.hang_seconds:g} s after ucinewgame"
+        await self._answer(engine.ping(), self.hang_seconds, what)
 
     async def play(self, board: chess.Board, clock: chess.engine.Limit | None = None) -> Played:
-        if self._engine is None:
-            raise PlayerFailure("crash", "engine not running")
+        engine = self._running()
         limit = clock if clock is not None else self.limit
-        own = limit.white_clock if board.turn == chess.WHITE else limit.black_clock
-        timeout = self.hang_seconds + (limit.time or own or 0.0)
-        try:
-            result = await asyncio.wait_for(
-                self._engine.play(board, limit, game=self._game, info=chess.engine.INFO_SCORE),
-                timeout,
-            )
-        except TimeoutError:
-            raise PlayerFailure("hang", f"no move in {timeout:.0f} s") from None
-        except chess.engine.EngineTerminatedError as exc:
-            raise PlayerFailure("crash", str(exc)) from None
-        except chess.engine.EngineError as exc:
-            raise PlayerFailure("error", str(exc)) from None
+        timeout = self.move_timeout(limit, board.turn)
+        result = await self._answer(
+            engine.play(board, limit, game=self._game, info=chess.engine.INFO_SCORE),
+            timeout,
+            f"no bestmove {timeout:g} s after go",
+        )
         move = result.move
         if move is None or not board.is_legal(move):
-            raise PlayerFailure("illegal move", str(move))
+            raise PlayerFailure("illegal move", f"bestmove {move or '(none)'} in {board.fen()}")
         score = result.info.get("score")
         cp = score_cp(score.pov(board.turn)) if score is not None else None
         return Played(move, cp, result.info.get("depth"), result.info.get("nodes"))
 
+    def move_timeout(self, limit: chess.engine.Limit, turn: chess.Color) -> float:
+        """Seconds to wait for a move: its time (``movetime``, or the mover's whole clock) plus
+        ``hang_margin``; ``hang_seconds`` for a node- or depth-limited move, which has no time
+        to measure against."""
+        own = limit.white_clock if turn == chess.WHITE else limit.black_clock
+        timed = limit.time if limit.time is not None else own
+        return self.hang_seconds if timed is None else timed + self.hang_margin
+
+    def _running(self) -> BoundedUci:
+        if self._engine is None or self._engine.returncode.done():
+            raise PlayerFailure("crash", "engine not running")
+        return self._engine
+
+    async def _answer(self, answer: Awaitable[T], seconds: float, silence: str) -> T:
+        """``answer`` within ``seconds``, or the ``PlayerFailure`` that names what went wrong
+        (``silence`` is the hang's detail)."""
+        try:
+            return await asyncio.wait_for(answer, seconds)
+        except TimeoutError:
+            raise PlayerFailure("hang", silence) from None
+        except chess.engine.EngineError as exc:
+            raise self._why_failed(exc) from None
+
+    def _why_failed(self, exc: chess.engine.EngineError) -> PlayerFailure:
+        engine = self._engine
+        if engine is not None and engine.fault:
+            return PlayerFailure("bad output", engine.fault)
+        if isinstance(exc, chess.engine.EngineTerminatedError):
+            code = engine.returncode.result() if engine and engine.returncode.done() else None
+            if code is not None and code < 0:
+                return PlayerFailure(
+                    "crash", f"its process was killed ({signal.Signals(-code).name})"
+                )
+            return PlayerFailure("crash", f"its process ended (exit code {code})")
+        if str(exc).startswith(("illegal uci", "invalid uci")):  # python-chess's bestmove check
+            return PlayerFailure("illegal move", f"bestmove not legal here ({exc})")
+        return PlayerFailure("error", str(exc))
+
+    async def abandon(self) -> None:
+        await self._stop(ask=False)
+
     async def close(self) -> None:
+        await self._stop(ask=True)
+
+    async def _stop(self, ask: bool) -> None:
+        """End the process (asked to ``quit`` first when ``ask``), its process group with it,
+        and reap it before returning: no engine outlives its player, and the event loop
+        closing after us does not log "Loop ... that handles pid ... is closed". Cancelled
+        meanwhile (another seat failed; Ctrl-C), it still ends the process, then re-raises."""
         engine, transport = self._engine, self._transport
         self._engine = self._transport = None
-        if engine is not None:
+        if transport is None:
+            return
+        ending = asyncio.ensure_future(_end_process(engine, transport, ask))
+        try:
+            await asyncio.shield(ending)
+        except asyncio.CancelledError:
+            await asyncio.wait([ending])
+            raise
+
+
+async def _end_process(
+    engine: BoundedUci | None, transport: asyncio.SubprocessTransport, ask: bool
+) -> None:
+    try:
+        if engine is not None and ask and not engine.returncode.done():
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(engine.quit(), 2.0)
-        if transport is not None:
-            with contextlib.suppress(Exception):
-                transport.kill()
-            if engine is not None:  # reaped before the event loop closes, which would
-                with contextlib.suppress(Exception):  # otherwise log "Loop ... is closed"
-                    await asyncio.wait_for(asyncio.shield(engine.returncode), 2.0)
-            with contextlib.suppress(Exception):
-                transport.close()
+                await asyncio.wait_for(engine.quit(), QUIT_SECONDS)
+    finally:
+        if transport.get_returncode() is None:  # not reaped: its pid is still its group's
+            with contextlib.suppress(OSError):
+                os.killpg(transport.get_pid(), signal.SIGKILL)  # a wrapper's children too
+        with contextlib.suppress(Exception):
+            transport.kill()
+        try:
+            if engine is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(engine.returncode), REAP_SECONDS)
+        finally:
+            transport.close()

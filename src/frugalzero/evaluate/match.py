@@ -3,9 +3,17 @@
 The runner is one asyncio event loop. Each of ``concurrency`` game slots owns one seat of each
 engine (a UCI process each; a net engine's seats share one evaluator, so its searches in
 concurrent games are batched together) and plays game after game from a shared queue. Game 2k
-and 2k+1 use the same opening with colours swapped; A is White in even games. A failing engine
-(crash, hang, illegal move) loses that game and is restarted before its next one; one that
-dies while starting is started again.
+and 2k+1 use the same opening with colours swapped; A is White in even games.
+
+No engine can stall a match: every wait for an answer has a timeout (``uciok``, ``readyok``,
+each move; ``hang_seconds``, ``hang_margin``). An engine that hangs, crashes, moves illegally or
+floods a line of output forfeits that game (a hang is a time forfeit, the rest a rules
+infraction; a comment at the game's end names the engine and what it did), is killed at once
+and started again before its next game; the summary counts forfeits by engine and reason. One
+that dies while starting is started again (``RESTART_TRIES``). One that does not answer its
+handshake in time, or cannot start after its tries, ends the match with one line naming it, the
+games finished kept in the PGN: forfeiting all its remaining games would make a result (a
+rating, a gate's decision) that measures nothing.
 
 A side under a clock (``tc=``) is told both clocks with each move and loses on time when a
 move overruns its clock (``frugalzero.evaluate.clock``). Such a match plays one game at a time
@@ -19,7 +27,7 @@ import contextlib
 import datetime
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -34,10 +42,12 @@ from frugalzero.evaluate.adjudicate import AdjudicationConfig, Adjudicator
 from frugalzero.evaluate.clock import FLAG_TOLERANCE, GameClocks, flag_verdict, time_control_tag
 from frugalzero.evaluate.elo import elo_interval, los
 from frugalzero.evaluate.engines import (
+    HANG_MARGIN,
     Player,
     PlayerFailure,
     RandomPlayer,
     SpecMistake,
+    StartHang,
     UciPlayer,
 )
 from frugalzero.evaluate.openings import odds_opening, opening_stream
@@ -75,8 +85,15 @@ class MatchConfig:
     event: str = "frugalzero match"
     """PGN Event tag."""
     hang_seconds: float = 60.0
-    """Seconds past its move time (or its clock) after which a silent engine has hung (and
-    loses)."""
+    """Seconds an engine may stay silent where it has no time to keep: its ``uciok`` and
+    ``readyok`` (at start, and after ``ucinewgame`` before each game) and a move limited by
+    nodes or depth, whose time nobody knows (a big net on a slow machine; an engine loading
+    its network at ``isready``). Generous, since a false hang costs a game; past it the engine
+    forfeits the game (at start: the match ends)."""
+    hang_margin: float = HANG_MARGIN
+    """Seconds past a timed move's time (``movetime``, or the mover's whole clock) before a
+    silent engine has hung and forfeits: a healthy engine answers within milliseconds of its
+    time; the margin covers a loaded machine and a first search still warming up."""
     time_margin: float = 0.0
     """Seconds a move may overrun its clock, beyond a fixed 0.05 s, before the flag falls."""
     sprt: SprtConfig | None = None
@@ -90,6 +107,7 @@ class MatchConfig:
             (self.noise_plies >= 0, "noise_plies must be >= 0"),
             (self.concurrency >= 0, "concurrency must be >= 0"),
             (self.hang_seconds > 0, "hang_seconds must be > 0"),
+            (self.hang_margin > 0, "hang_margin must be > 0"),
             (self.time_margin >= 0, "time_margin must be >= 0"),
         ]
         check(self, "match", checks)
@@ -178,6 +196,11 @@ class MatchResult:
             }
         out["endings"] = dict(self.reasons.most_common())
         out["failures"] = sum(1 for o in self.outcomes if o.failed)
+        forfeits: dict[str, Counter] = {}
+        for o in self.outcomes:
+            if o.failed:
+                forfeits.setdefault(o.failed, Counter())[o.forfeit] += 1
+        out["forfeits"] = {name: dict(c.most_common()) for name, c in forfeits.items()}
         if self.batching:
             out["net_batching"] = self.batching
         out["seconds"] = round(self.seconds, 1)
@@ -214,8 +237,11 @@ async def play_game(
         time_control_tag(white.spec.tc, black.spec.tc),
     )
     clocks = GameClocks(white.spec.tc, black.spec.tc, FLAG_TOLERANCE + config.time_margin)
-    await white.new_game(config.seed * 100_003 + index)
-    await black.new_game(config.seed * 100_003 + index + 50_000)
+    for side, player, offset in ((chess.WHITE, white, 0), (chess.BLACK, black, 50_000)):
+        try:
+            await player.new_game(config.seed * 100_003 + index + offset)
+        except PlayerFailure as failure:
+            return _forfeit(outcome, player, side, failure)
     adjudicator = Adjudicator(config.adjudication)
     verdict = _rules_outcome(board)
     while verdict is None:
@@ -225,12 +251,7 @@ async def play_game(
         try:
             played = await player.play(board, clocks.limit(mover))
         except PlayerFailure as failure:
-            side = "White" if mover == chess.WHITE else "Black"
-            outcome.failed = player.name
-            outcome.termination = "time forfeit" if failure.kind == "hang" else "rules infraction"
-            outcome.result = loss_for(mover)
-            outcome.reason = f"{side} {failure.kind}"
-            return outcome
+            return _forfeit(outcome, player, mover, failure)
         if not clocks.spend(mover, time.perf_counter() - started):
             outcome.result, outcome.reason = flag_verdict(board, mover)
             outcome.termination = "time forfeit"
@@ -249,13 +270,32 @@ async def play_game(
     return outcome
 
 
-def make_players(spec: EngineSpec, seats: int, hang_seconds: float, shared: dict) -> list[Player]:
+def _forfeit(
+    outcome: GameOutcome, player: Player, side: chess.Color, failure: PlayerFailure
+) -> GameOutcome:
+    """``outcome`` lost by ``player`` (playing ``side``) failing: a hang is a time forfeit,
+    anything else breaks the rules."""
+    outcome.failed = player.name
+    outcome.forfeit, outcome.forfeit_detail = failure.kind, failure.detail
+    outcome.termination = "time forfeit" if failure.kind == "hang" else "rules infraction"
+    outcome.result = loss_for(side)
+    outcome.reason = f"{'White' if side == chess.WHITE else 'Black'} {failure.kind}"
+    return outcome
+
+
+def make_players(
+    spec: EngineSpec,
+    seats: int,
+    hang_seconds: float,
+    shared: dict,
+    hang_margin: float = HANG_MARGIN,
+) -> list[Player]:
     """``seats`` players of one engine. ``shared`` holds objects seats of equal specs share
     (a net engine's evaluator), so each is built once per match."""
     if spec.kind == "random":
         return [RandomPlayer(spec) for _ in range(seats)]
     if spec.is_uci:  # a net under a clock too: our own UCI engine, one process per seat
-        return [UciPlayer(spec, hang_seconds) for _ in range(seats)]
+        return [UciPlayer(spec, hang_seconds, hang_margin) for _ in range(seats)]
     from frugalzero.evaluate.netplayer import NetEngine
 
     if spec.name not in shared:
@@ -280,6 +320,43 @@ def game_slots(spec_a: EngineSpec, spec_b: EngineSpec, config: MatchConfig) -> t
     return min(available_cores(), config.games), ""
 
 
+def _opening(config: MatchConfig, opening: Opening, pair: int, a_white: bool) -> Opening:
+    """The pair's opening, or with odds the giver's start (its colour changes within a pair,
+    so its start does too)."""
+    if not config.odds:
+        return opening
+    giver_white = a_white == (config.odds_giver == "first")
+    return odds_opening(config.odds, giver_white, config.noise_plies, (config.seed, pair))
+
+
+async def _started(player: Player) -> None:
+    """Start an engine, a few tries: one killed during its handshake comes back like one
+    killed mid-game; one that never starts, or hangs in its handshake (it would only hang
+    again), stops the match with its line."""
+    for attempt in range(RESTART_TRIES):
+        try:
+            await player.start()
+            return
+        except (SpecMistake, StartHang):
+            raise
+        except UserError:
+            if attempt == RESTART_TRIES - 1:
+                raise
+            await asyncio.sleep(1.0)
+
+
+async def _all(work: Iterable[Awaitable[None]]) -> None:
+    """Await every one, or at the first failure cancel the others and wait for them to end
+    (a start cancelled in its handshake kills its process) before raising it."""
+    tasks = [asyncio.ensure_future(w) for w in work]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def run_match(
     spec_a: EngineSpec, spec_b: EngineSpec, config: MatchConfig, on_game: OnGame | None = None
 ) -> MatchResult:
@@ -291,48 +368,38 @@ async def run_match(
         if spec.is_uci:
             uci_command(spec)
     shared: dict = {}
-    players_a = make_players(spec_a, seats, config.hang_seconds, shared)
-    players_b = make_players(spec_b, seats, config.hang_seconds, shared)
+    hangs = (config.hang_seconds, shared, config.hang_margin)
+    players_a = make_players(spec_a, seats, *hangs)
+    players_b = make_players(spec_b, seats, *hangs)
     everyone = players_a + players_b
     stream = opening_stream(config.openings or None, config.noise_plies, config.seed)
     openings: dict[int, Opening] = {}
     tally, outcomes, reasons = Tally(), [], Counter()
     state = {"next": 0, "stop": False, "sprt": None}
+    broken: set[Player] = set()  # forfeited and killed: started again before their next game
     pgn_path = Path(config.pgn) if config.pgn else None
     started = time.perf_counter()
     today = datetime.date.today()
     batching: dict[str, dict[str, float]] = {}
 
-    async def retried(action: Callable[[], Awaitable[None]]) -> None:
-        """Start or restart an engine, a few tries: one killed during its handshake comes back
-        like one killed mid-game; one that never starts still stops the match with its line."""
-        for attempt in range(RESTART_TRIES):
-            try:
-                await action()
-                return
-            except SpecMistake:
-                raise
-            except UserError:
-                if attempt == RESTART_TRIES - 1:
-                    raise
-                await asyncio.sleep(1.0)
-
     async def slot(a: Player, b: Player) -> None:
         while not state["stop"] and state["next"] < config.games:
             index = state["next"]
             state["next"] += 1
-            pair = index // 2
+            pair, a_white = index // 2, index % 2 == 0
             if pair not in openings:
                 openings[pair] = next(stream)
-            a_white = index % 2 == 0
             white, black = (a, b) if a_white else (b, a)
-            opening = openings[pair]
-            if config.odds:  # the giver's colour changes within a pair, so its start does too
-                giver_white = a_white == (config.odds_giver == "first")
-                opening = odds_opening(
-                    config.odds, giver_white, config.noise_plies, (config.seed, pair)
-                )
+            opening = _opening(config, openings[pair], pair, a_white)
+            for player in (a, b):
+                if player in broken:
+                    await _started(player)
+                    broken.discard(player)
             outcome = await play_game(white, black, opening, index, config)
+            if outcome.failed:  # killed now: a wedged engine must not eat the next game's CPU
+                failed = white if outcome.result == BLACK_WINS else black  # a failure loses
+                broken.add(failed)
+                await failed.abandon()
             outcomes.append(outcome)
             reasons[outcome.reason] += 1
             tally.add(pair, outcome.white_score() if a_white else 1 - outcome.white_score())
@@ -344,19 +411,16 @@ async def run_match(
                     state["stop"] = True
             if on_game is not None:
                 on_game(outcome, tally)
-            if outcome.failed:
-                failed = white if outcome.result == BLACK_WINS else black  # a failure loses
-                await retried(failed.restart)
 
-    tasks: list[asyncio.Task] = []
     try:
-        await asyncio.gather(*(retried(p.start) for p in everyone))
-        tasks = [asyncio.create_task(slot(a, b)) for a, b in zip(players_a, players_b)]
-        await asyncio.gather(*tasks)
+        await _all(_started(p) for p in everyone)
+        await _all(slot(a, b) for a, b in zip(players_a, players_b))
+    except UserError as exc:  # an engine that cannot start again: the games so far are kept
+        if not outcomes:
+            raise
+        kept = f", in {pgn_path}" if pgn_path else ""
+        raise UserError(f"{exc}; the match stopped after {len(outcomes)} games{kept}") from None
     finally:
-        for task in tasks:  # one slot failed for good (or Ctrl-C): stop the others first
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
             await asyncio.gather(*(p.close() for p in everyone), return_exceptions=True)
         for name, engine in shared.items():

@@ -2,7 +2,8 @@
 
 Out: the Seven Tag Roster, the engines' full spec strings, their limits, the time control, the
 opening (its moves carry a ``book`` comment), ``Termination`` as the PGN standard spells it with
-the exact reason beside it, and the ply count; every engine move carries its score and depth, as
+the exact reason beside it (an engine that forfeits is named, with what it did, in a comment at
+the end), and the ply count; every engine move carries its score and depth, as
 cutechess writes them, and under a clock the mover's clock after it (``[%clk 0:00:09.95]``,
 as lichess writes it). In: only the headers of any PGN are read (White, Black, Result), which is
 all a rating needs, and is fast on large files.
@@ -53,6 +54,10 @@ class GameOutcome:
     ``moves``."""
     failed: str = ""
     """Name of the engine that crashed, hung or moved illegally ('' if none)."""
+    forfeit: str = ""
+    """How it failed: 'hang', 'crash', 'illegal move', 'bad output' or 'error'."""
+    forfeit_detail: str = ""
+    """What it did, e.g. 'no bestmove 5.1 s after go'."""
 
     @property
     def plies(self) -> int:
@@ -104,6 +109,9 @@ def to_pgn(
             node.comment = comment
         if ply in outcome.clocks:
             node.set_clock(outcome.clocks[ply])
+    if outcome.failed:  # on the last move, or before the first: who failed, and how
+        note = f"{outcome.failed} forfeits: {outcome.forfeit}, {outcome.forfeit_detail}"
+        node.comment = f"{node.comment} {note}".strip()
     exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)
     return game.accept(exporter) + "\n\n"
 
