@@ -15,8 +15,10 @@ import pytest
 from frugalzero.chess.history import GameHistory
 from frugalzero.cli import main
 from frugalzero.runtime.interpreter import own_code_env
+from frugalzero.runtime.memory import MB, resident_bytes
 from frugalzero.uci import NetSearcher, SearchRequest
 from frugalzero.uci.searcher import PLAY
+from frugalzero.uci.timeman import TimeBudget
 
 ENGINE = [sys.executable, "-m", "frugalzero", "uci", "--nodes", "16"]
 
@@ -93,7 +95,8 @@ def test_garbage_then_readyok_then_a_legal_bestmove(raw_engine):
         send(line)
     send("isready")
     _, seen = wait_for("readyok")
-    assert not any(line.startswith("bestmove") for line in seen)  # no search was started
+    # every go answered, none searched: each followed a refused position
+    assert [line for line in seen if line.startswith("bestmove")] == ["bestmove 0000"] * 3
     refused = [line for line in seen if line.startswith("info string setoption: ")]
     assert [line.split()[3] for line in refused] == ["Nodes", "Temperature", "PolicyTemperature"]
     send("position startpos moves e2e4 e7e5")
@@ -321,3 +324,131 @@ def test_bad_numbers_refused_every_go_answered_and_eof_answers_the_last():
     assert all(chess.Move.from_uci(m) in start.legal_moves for m in bestmoves[:2])
     assert bestmoves[2] == "0000"  # no position: not a move of the e2e4 position
     assert chess.Move.from_uci(bestmoves[3]) in after_e4.legal_moves  # answered at EOF
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [["--nodes", "0"], ["--nodes", "-5"], ["--nodes", "99999999999"], ["--ram-limit-mb", "0"]],
+)
+def test_an_out_of_range_flag_is_refused_on_one_line_like_its_option(flag, monkeypatch, capsys):
+    """``--nodes 0`` once made every ``go`` unbounded (the ``Nodes`` option refused 0), and
+    ``--nodes -5`` played after one node: the flag is checked as its option is."""
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("uci\nisready\nquit\n"))
+    assert main(["uci", *flag]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and flag[0] in err[0], err
+
+
+def test_temperatures_are_bounded(searcher):
+    """``Temperature 1e308`` played uniformly at random, as the refused ``inf`` would."""
+    for name in ("Temperature", "PolicyTemperature"):
+        with pytest.raises(ValueError, match="must be"):
+            searcher.set_option(name, "1e308")
+    assert searcher.temperature == 0 and searcher.policy_temperature == PLAY.policy_temperature
+
+
+class _StopAfterFirstLook(threading.Event):
+    """A ``stop`` that turns on after the search first looks at it: the search evaluates
+    the root and nothing more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    def is_set(self) -> bool:
+        self.looks += 1
+        return self.looks > 1
+
+
+def test_a_search_of_the_root_alone_reports_no_score(searcher):
+    """One node (the root's own evaluation, no move searched) once reported ``score cp
+    -10458`` from the start position: the shipped nets value any root without history
+    planes at about -1, and the line's missing Q fell back to it. No move searched: no
+    score; one move searched: its score."""
+    searcher.new_game()
+    lines: list[str] = []
+    request = SearchRequest(GameHistory(chess.Board()), 100, None, False)
+    move, _ = searcher.search(request, _StopAfterFirstLook(), lines.append)
+    assert move in chess.Board().legal_moves
+    words = lines[-1].split()
+    assert words[words.index("nodes") + 1] == "1" and "score" not in words, lines
+    searcher.new_game()
+    move, nodes, pv = _go(searcher, [], 1)
+    assert nodes == 2 and pv[0] == move.uci()
+    searcher.new_game()  # a clock too short for a node still searches one move (a score)
+    lines.clear()
+    request = SearchRequest(GameHistory(chess.Board()), None, TimeBudget(1e-4, 1e-4, True), False)
+    searcher.search(request, threading.Event(), lines.append)
+    assert "score" in lines[-1].split() and " nodes 1 " not in lines[-1], lines
+
+
+def test_a_search_stopped_before_it_began_plays_one_of_its_searchmoves(searcher):
+    """``go searchmoves …`` stopped at once (a ``stop`` read before the go started, as the
+    fuzzer sends them) once played the reused tree's best move, outside the searchmoves."""
+    searcher.new_game()
+    best = _go(searcher, [], 64)[0]
+    allowed = [m for m in chess.Board().legal_moves if m != best][-2:]
+    stopped = threading.Event()
+    stopped.set()
+    request = SearchRequest(GameHistory(chess.Board()), None, None, True, allowed)
+    move, _ = searcher.search(request, stopped, lambda line: None)
+    assert move in allowed
+
+
+def test_go_infinite_under_a_ram_limit_stops_growing_and_answers_after_stop():
+    """With no evaluation cache, ``go infinite`` once grew ~1.35 kB a node without end: under
+    ``RamLimitMb`` the tree stops at the limit (saying so once), the engine's memory stays
+    within the limit over its size before the search, and ``bestmove`` waits for ``stop``."""
+    limit_mb = 12
+    proc = subprocess.Popen(
+        [*ENGINE, "--ram-limit-mb", str(limit_mb)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        env=own_code_env(),
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(ln.strip() for ln in proc.stdout))
+    reader.start()
+
+    def send(line: str) -> None:
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+
+    def wait_for(prefix: str, count: int = 1, timeout: float = 180) -> None:
+        end = time.monotonic() + timeout
+        while sum(ln.startswith(prefix) for ln in lines) < count:
+            assert time.monotonic() < end and proc.poll() is None, f"no {prefix!r}: {lines}"
+            time.sleep(0.05)
+
+    try:
+        for line in ("uci", "setoption name Threads value 1", "setoption name NNCacheSize value 0"):
+            send(line)
+        send("isready")
+        wait_for("readyok")
+        send("position startpos moves e2e4")
+        send("go nodes 300")  # the network and the search warmed up: the engine's own size
+        wait_for("bestmove")
+        baseline = resident_bytes(proc.pid) / MB
+        send("position startpos moves e2e4 e7e5")
+        send("go infinite")
+        wait_for("info string RamLimitMb")
+        peak = 0.0
+        for _ in range(10):  # two seconds of the search at its limit
+            time.sleep(0.2)
+            peak = max(peak, resident_bytes(proc.pid) / MB)
+        assert peak <= baseline + limit_mb, (peak, baseline)
+        assert sum(ln.startswith("bestmove") for ln in lines) == 1  # not before stop
+        send("stop")
+        wait_for("bestmove", 2)
+        send("isready")
+        wait_for("readyok", 2)
+        assert sum(ln.startswith("info string RamLimitMb") for ln in lines) == 1
+    finally:
+        if proc.poll() is None:
+            send("quit")
+        proc.wait(30)
+        reader.join(10)

@@ -69,6 +69,17 @@ class Out(io.StringIO):
             time.sleep(0.005)
         raise AssertionError(f"no {prefix!r} in {self.getvalue()!r}")
 
+    def wait_count(self, prefix: str, count: int, timeout: float = 10.0) -> list[str]:
+        """The lines starting with ``prefix``, once there are ``count`` of them."""
+        end = time.monotonic() + timeout
+        while True:
+            lines = [ln for ln in self.getvalue().splitlines() if ln.startswith(prefix)]
+            if len(lines) >= count:
+                return lines
+            if time.monotonic() > end:
+                raise AssertionError(f"{len(lines)} {prefix!r} of {count} in {self.getvalue()!r}")
+            time.sleep(0.005)
+
 
 @dataclass
 class Session:
@@ -107,11 +118,18 @@ def test_parse_go_reads_every_limit():
 
 
 @pytest.mark.parametrize(
-    "bad", [["nodes", "abc"], ["nodes"], ["movetime", "-5"], ["mate", "x"], ["bogus"]]
+    "bad", [["nodes", "abc"], ["nodes"], ["mate", "x"], ["bogus"], ["movestogo", "0"]]
 )
-def test_parse_go_refuses_malformed(bad):
-    with pytest.raises(ValueError):
-        parse_go(bad)
+def test_parse_go_drops_what_is_malformed_and_says_so(bad):
+    limits = parse_go([*bad, "movetime", "50"])
+    assert limits.movetime == 50 and limits.nodes is None and limits.mate is None
+    assert limits.movestogo is None and len(limits.notes) == 1
+
+
+def test_parse_go_clamps_what_is_out_of_range():
+    limits = parse_go("movetime -5 nodes 0 wtime -20 winc -3 btime 99999999999999999999".split())
+    assert (limits.movetime, limits.nodes, limits.wtime, limits.winc) == (0, 1, 0, 0)
+    assert limits.btime == 7 * 24 * 3600 * 1000 and len(limits.notes) == 5
 
 
 def test_time_budget_reads_the_side_to_moves_clock():
@@ -151,13 +169,14 @@ def test_garbage_leaves_the_engine_answering(session):
         inp.lines.put(line)
     out.wait_for("readyok")
     assert not searcher.requests  # nothing started a search
+    assert out.getvalue().count("bestmove 0000") == 1  # go nodes abc: answered, no position
     inp.lines.put("position startpos moves e2e4")
     inp.lines.put("go nodes 10")
-    move = chess.Move.from_uci(out.wait_for("bestmove").split()[1])
+    move = chess.Move.from_uci(out.wait_count("bestmove", 2)[-1].split()[1])
     board = chess.Board()
     board.push_uci("e2e4")
     assert move in board.legal_moves
-    assert out.getvalue().count("info string") >= 6
+    assert out.getvalue().count("info string") >= 7
 
 
 def test_stop_after_go_infinite_answers_at_once(session):
@@ -237,7 +256,8 @@ def test_every_go_ends_by_itself(session):
     for go in ("go nodes 0", "go mate 0", "go mate 3"):
         inp.lines.put(go)
         inp.lines.put("isready")
-    out.wait_for("readyok")
+    out.wait_count("bestmove", 3)
+    out.wait_count("readyok", 3)
     session.quit()
     assert out.getvalue().count("bestmove") == 3 and out.getvalue().count("readyok") == 3
     nodes_0, mate_0, mate_3 = searcher.requests
@@ -264,9 +284,7 @@ def test_a_refused_position_leaves_no_position_to_search(session):
     inp.lines.put("go nodes 10")
     inp.lines.put("position startpos moves e2e4")
     inp.lines.put("go nodes 10")
-    inp.lines.put("isready")
-    out.wait_for("readyok")
-    bestmoves = [line for line in out.getvalue().splitlines() if line.startswith("bestmove")]
+    bestmoves = out.wait_count("bestmove", 3)
     board = chess.Board()
     board.push_uci("e2e4")
     assert bestmoves[:2] == ["bestmove 0000", "bestmove 0000"]
@@ -285,3 +303,116 @@ def test_the_end_of_input_answers_a_pending_go():
     thread.join(10)
     assert not thread.is_alive()
     assert out.getvalue().splitlines()[-1] == "bestmove g1h3 ponder g8h6"
+
+
+class StopOnlySearcher(FirstMoveSearcher):
+    """A bounded search that ends only on ``stop`` (a long ``go nodes``, as a slow machine
+    makes one): what a command queued behind it must not block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+
+    def search(self, request, stop, info):
+        self.started.set()
+        stop.wait()
+        return super().search(request, stop, info)
+
+
+def test_stop_and_isready_are_read_behind_a_position_sent_while_searching():
+    """``position`` (and ``go``) during a bounded search wait behind it without blocking the
+    input: ``isready`` is answered and ``stop`` ends the search; then the position applies."""
+    inp, out, searcher = Pipe(), Out(), StopOnlySearcher()
+    engine = UciEngine(searcher, inp, out)
+    thread = threading.Thread(target=engine.run, daemon=True)
+    thread.start()
+    try:
+        inp.lines.put("position startpos")
+        inp.lines.put("go nodes 5000")
+        assert searcher.started.wait(5)
+        inp.lines.put("position startpos moves e2e4")
+        inp.lines.put("go nodes 10")
+        inp.lines.put("isready")
+        out.wait_for("readyok", timeout=10)  # read while the first search runs
+        assert "bestmove" not in out.getvalue()
+        inp.lines.put("stop")  # stops the first search and the go queued before it
+        inp.lines.put("isready")
+        bestmoves = out.wait_count("bestmove", 2)
+        out.wait_count("readyok", 2)
+        assert len(out.wait_count("bestmove", 2)) == 2
+        assert bestmoves[0].split()[1] in {m.uci() for m in chess.Board().legal_moves}
+        after_e4 = searcher.requests[1].history.board
+        assert after_e4.move_stack == [chess.Move.from_uci("e2e4")]
+    finally:
+        inp.lines.put("quit")
+        thread.join(10)
+    assert not thread.is_alive()
+
+
+HOSTILE_GOS = [
+    "go movestogo -1 wtime 1000 btime 1000",
+    "go nodes abc",
+    "go movetime",
+    "go depth -3",
+    "go wtime 1000000000000000 btime 1000000000000000",
+    "go movetime 1000000000000000",
+    "go nodes 99999999999",
+    "go nodes -5",
+    "go bogus 3 nodes 20",
+    "go winc -100 wtime -5 btime 1000",
+    "go mate -2",
+]
+
+
+def test_every_go_with_a_bad_number_is_answered_with_one_bestmove(session):
+    """A bad or absurd number is clamped or dropped with an ``info string`` naming it, never
+    the whole ``go``: each of these once went unanswered or searched without end."""
+    from frugalzero.uci.protocol import MAX_CLOCK_MS, NODES_MAX
+
+    inp, out, searcher = session.inp, session.out, session.searcher
+    inp.lines.put("position startpos")
+    for go in HOSTILE_GOS:
+        inp.lines.put(go)
+        inp.lines.put("isready")
+    out.wait_count("readyok", len(HOSTILE_GOS))
+    out.wait_count("bestmove", len(HOSTILE_GOS))
+    session.quit()
+    lines = out.getvalue().splitlines()
+    assert sum(ln.startswith("bestmove") for ln in lines) == len(HOSTILE_GOS)
+    assert len(searcher.requests) == len(HOSTILE_GOS)
+    for request in searcher.requests:
+        assert not request.infinite
+        assert request.nodes is None or 1 <= request.nodes <= NODES_MAX
+        assert request.time is None or request.time.hard <= MAX_CLOCK_MS / 1000
+    notes = [ln for ln in lines if ln.startswith("info string go")]
+    assert len(notes) >= len(HOSTILE_GOS)  # each says what it clamped or dropped
+    assert searcher.requests[-5].nodes == NODES_MAX and searcher.requests[-4].nodes == 1
+    assert searcher.requests[-3].nodes == 20  # the unknown word dropped, the rest kept
+
+
+def test_castling_rights_without_their_rook_are_cleaned_not_refused():
+    """As python-chess and Stockfish do: a FEN claiming ``KQkq`` with a rook gone keeps the
+    rights it can have (``Kkq`` here); once it was refused, and ``go`` answered 0000."""
+    board, _ = parse_position("fen r3k2r/8/8/8/8/8/8/4K2R w KQkq - 0 1".split(), chess.Board())
+    assert board.is_valid() and board.castling_xfen() == "Kkq"
+    counters = "fen 4k3/8/8/8/8/8/8/4K3 w - - 0 2000000000".split()  # past the native core's
+    board, _ = parse_position(counters, chess.Board())
+    from frugalzero.chess.native import refusal
+
+    assert refusal(board) is None  # searched by the native core, under its memory limit
+
+
+def test_go_infinite_with_nothing_to_search_still_waits_for_stop(session):
+    """``bestmove 0000`` (no position, or no legal move) comes after ``stop`` for ``go
+    infinite``, as any infinite search's answer does (Stockfish's too); it once came at once."""
+    inp, out = session.inp, session.out
+    no_moves = "position fen 7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"  # stalemate
+    for answered, position in enumerate(("position fen not-a-fen", no_moves)):
+        inp.lines.put(position)
+        inp.lines.put("go infinite")
+        inp.lines.put("isready")
+        out.wait_count("readyok", answered + 1)
+        assert out.getvalue().count("bestmove") == answered  # not before stop
+        inp.lines.put("stop")
+        assert out.wait_count("bestmove", answered + 1)[-1] == "bestmove 0000"
+    assert out.getvalue().count("bestmove") == 2

@@ -89,6 +89,7 @@ void bind_search(nb::module_& m) {
         .def("clear", &fz::EvalCache::clear)
         .def_prop_ro("size", &fz::EvalCache::size)
         .def_prop_ro("capacity", &fz::EvalCache::capacity)
+        .def_prop_ro("memory_bytes", &fz::EvalCache::memory_bytes, "bytes its tables take when full")
         .def_ro("hits", &fz::EvalCache::hits)
         .def_ro("misses", &fz::EvalCache::misses);
 
@@ -211,6 +212,11 @@ void bind_search(nb::module_& m) {
             return t.link(t.root(), slot).move;
         }, "slot"_a, "the raw move of the root's ``slot``")
         .def("release", &fz::Tree::release)
+        .def_prop_ro("memory_bytes", &fz::Tree::memory_bytes, "bytes the tree's arenas hold")
+        .def("set_memory_limit", &fz::Tree::set_memory_limit, "bytes"_a,
+             "stop searching before the tree could pass ``bytes`` (0: no limit)")
+        .def_prop_ro("memory_limit", &fz::Tree::memory_limit)
+        .def_prop_ro("memory_full", &fz::Tree::memory_full, "this search stopped at the limit")
         .def_prop_ro("root_proven", &fz::Tree::root_proven)
         .def_prop_ro("prepared", &fz::Tree::prepared)
         .def_prop_ro("root_count", &fz::Tree::root_count)

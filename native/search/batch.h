@@ -61,6 +61,8 @@ public:
     void clear();
     size_t size() const { return used_; }
     size_t capacity() const { return capacity_; }
+    // the bytes its tables take when full (calloc'ed: an empty entry's page costs nothing)
+    size_t memory_bytes() const { return sets_ * WAYS * (sizeof(Header) + sizeof(Payload)); }
     uint64_t hits = 0, misses = 0;
 
 private:

@@ -14,6 +14,18 @@ namespace {
 constexpr double NEG_INF = -std::numeric_limits<double>::infinity();
 constexpr double INF = std::numeric_limits<double>::infinity();
 
+// The bytes a vector holds (its capacity), and the bytes it allocates when ``more`` elements no
+// longer fit (0 when they do): libstdc++ and libc++ grow to size + max(size, more).
+template <class V>
+size_t held(const V& v) {
+    return v.capacity() * sizeof(typename V::value_type);
+}
+template <class V>
+size_t growth(const V& v, size_t more) {
+    if (v.size() + more <= v.capacity()) return 0;
+    return (v.size() + std::max(v.size(), more)) * sizeof(typename V::value_type);
+}
+
 // AlphaZero's c(s) * sqrt(N(s)) (search/puct.py: c_puct, times the square root)
 double exploration(int n, double c_init, double c_base) {
     double visits = double(n);
@@ -144,6 +156,7 @@ void Tree::start(double simulations, const std::vector<uint16_t>& only,
     }
     frozen_.clear();  // every frozen distribution belonged to an earlier search
     prepared_ = false;
+    memory_full_ = false;
     gumbel_.reset();
     noise_ = noise;
 }
@@ -153,6 +166,7 @@ bool Tree::finished() const {
     const Node& root = nodes_[size_t(root_)];
     if (root.state == TERMINAL || (root.proven && root.state == EXPANDED)) return true;
     if (root.state == EXPANDED && allowed_all_blocked()) return true;
+    if (root.state == EXPANDED && memory_full_) return true;
     return root.state == EXPANDED && double(started_) >= target_;
 }
 
@@ -233,6 +247,10 @@ bool Tree::gather_step() {
               !nodes_[size_t(root_)].proven))
             return false;
         if (!allowed_.empty() && allowed_all_blocked()) return false;
+        if (memory_limit_ && !room_for_walk()) {
+            memory_full_ = true;
+            return false;
+        }
         walking_ = true;
         walk_collision_ = false;
         walk_arrived_ = true;  // the root's node and moves are fetched already (gather_trees)
@@ -659,15 +677,19 @@ void Tree::new_root(int keep) {
     }
     if (keep >= 0) {
         // the other subtrees are garbage now; copy the kept one to fresh arenas once the
-        // garbage outweighs what was live at the last copy (every few moves, not every move)
-        if (nodes_.size() > 2 * compacted_ + 256) {
-            root_ = compact(keep);
+        // garbage outweighs what was live at the last copy (every few moves, not every move),
+        // or when the last search filled the memory limit
+        if (nodes_.size() > 2 * compacted_ + 256 || memory_full_) {
+            keep = compact(keep);
             compacted_ = nodes_.size();
         } else {
-            root_ = keep;
             nodes_[size_t(keep)].parent = -1;
             nodes_[size_t(keep)].slot = -1;
         }
+    }
+    memory_full_ = false;
+    if (keep >= 0) {
+        root_ = keep;
         Node& root = nodes_[size_t(root_)];
         const Edge* E = edges_of(root_);
         std::vector<double> visited;
@@ -712,16 +734,25 @@ int Tree::compact(int keep) {
             if (edges_[size_t(nd.edges + s)].child >= 0) stack.push_back(edges_[size_t(nd.edges + s)].child);
     }
     // into the spare arenas (the live ones of the last compaction: memory already touched,
-    // no page faults, no allocation once they are large enough)
+    // no page faults, no allocation once they are large enough), room for twice the kept
+    // tree; under a memory limit into fresh ones beside the live arenas, if the copy fits
+    size_t room = 2;
+    if (memory_limit_) {
+        release_spares();
+        const size_t copy = kept_nodes * sizeof(Node) + kept_edges * (sizeof(Edge) + sizeof(Link));
+        const size_t queue = kept_nodes * sizeof(std::pair<int, int>);  // the copy's own queue
+        if (memory_bytes() + queue + copy > memory_limit_) return -1;
+        if (memory_bytes() + queue + 2 * copy > memory_limit_) room = 1;
+    }
     std::vector<Node>& nodes = spare_nodes_;
     EdgeArena& edges = spare_edges_;
     std::vector<Link>& links = spare_links_;
     nodes.clear();
     edges.clear();
     links.clear();
-    nodes.reserve(2 * kept_nodes);
-    edges.reserve(2 * kept_edges);
-    links.reserve(2 * kept_edges);
+    nodes.reserve(room * kept_nodes);
+    edges.reserve(room * kept_edges);
+    links.reserve(room * kept_edges);
     // breadth first: (old id, new parent)
     std::vector<std::pair<int, int>> queue = {{keep, -1}};
     for (size_t i = 0; i < queue.size(); ++i) {
@@ -749,7 +780,39 @@ int Tree::compact(int keep) {
     edges_.swap(edges);
     links_.swap(links);
     frozen_.clear();
+    if (memory_limit_) release_spares();  // the old arenas: no memory kept for the next copy
     return 0;
+}
+
+void Tree::release_spares() {
+    std::vector<Node>().swap(spare_nodes_);
+    EdgeArena().swap(spare_edges_);
+    std::vector<Link>().swap(spare_links_);
+}
+
+size_t Tree::memory_bytes() const {
+    return sizeof(Tree) + held(nodes_) + held(edges_) + held(links_) + held(spare_nodes_) +
+           held(spare_edges_) + held(spare_links_) + held(frozen_) + held(pre_root_) +
+           held(pre_root_keys_) + held(pre_root_reps_) + held(root_priors_) + held(only_) +
+           allowed_.capacity() / 8 + held(noise_) + held(collided_) + held(scratch_) +
+           held(path_) + held(positions_) +
+           (gumbel_ ? sizeof(Gumbel) + held(gumbel_->base) + gumbel_->considered.capacity() / 8 +
+                          held(gumbel_->schedule) + held(gumbel_->counts)
+                    : 0);
+}
+
+bool Tree::room_for_walk() const {
+    // a walk makes at most one node, with at most MAX_MOVES moves, and goes one ply deeper
+    const size_t peak = memory_bytes() + growth(nodes_, 1) + growth(edges_, MAX_MOVES) +
+                        growth(links_, MAX_MOVES) + growth(path_, 1) + growth(positions_, 1) +
+                        growth(frozen_, MAX_MOVES) +  // search-contempt freezes a node's moves
+                        (scratch_.capacity() < MAX_MOVES ? MAX_MOVES * sizeof(double) : 0);
+    return peak <= memory_limit_;
+}
+
+void Tree::set_memory_limit(size_t bytes) {
+    memory_limit_ = bytes;
+    if (bytes) release_spares();
 }
 
 void Tree::prepare_root() {

@@ -186,6 +186,19 @@ public:
     std::vector<uint16_t> root_moves() const;
     // Free the nodes now: the tree keeps only a fresh root (a finished game's tree).
     void release();
+
+    // -- memory ----------------------------------------------------------------------------------
+    // The bytes the tree holds: its arenas' capacities (allocated, touched or not), spare
+    // arenas and the walk's scratch space included.
+    size_t memory_bytes() const;
+    // At most ``bytes`` (0: no limit). A search makes no walk that could take the tree past it,
+    // counting the new buffer a growing arena allocates while it still holds the old one: it
+    // stops there (memory_full) and finished() is true. Under a limit the spare arenas are
+    // freed after each compaction, and a kept subtree that cannot be copied beside the old
+    // tree is dropped (the tree starts afresh from the new root).
+    void set_memory_limit(size_t bytes);
+    size_t memory_limit() const { return memory_limit_; }
+    bool memory_full() const { return memory_full_; }
     bool root_proven() const { return nodes_[root_].proven != 0; }
     int root_count() const { return nodes_[root_].count; }
     int root_state() const { return nodes_[root_].state; }
@@ -226,7 +239,9 @@ private:
     void restrict_root();
     bool allowed_all_blocked() const;
     void write_root_input(LeafBatch& batch, int tree_index, EvalCache* cache);
-    int compact(int keep);
+    int compact(int keep);  // -1: under the memory limit the kept subtree does not fit
+    void release_spares();
+    bool room_for_walk() const;
     int add_edges(const Move* moves, int count, Color turn);  // a new node's moves: the first
 
     // results
@@ -284,6 +299,8 @@ private:
     int generation_ = 0;
     int in_flight_ = 0;
     bool prepared_ = false;
+    size_t memory_limit_ = 0;
+    bool memory_full_ = false;  // this search stopped at the memory limit
     std::vector<uint16_t> only_;
     std::vector<bool> allowed_;  // empty: not restricted
     std::vector<double> noise_;

@@ -97,6 +97,7 @@ FZ_TEST(fuzz_search_trees) {
             history.push(moves[ctx.below(n)]);
         }
         Tree tree(history, random_params(ctx), ctx.next());
+        if (ctx.below(3) == 0) tree.set_memory_limit(size_t(20000 + ctx.below(400000)));
         const SearchParams& params = tree.params();
         for (int move = 0; move < 4; ++move) {
             std::vector<uint16_t> only;
@@ -140,6 +141,7 @@ FZ_TEST(fuzz_search_trees) {
                 if (ctx.below(10) == 0) cache.resize(size_t(ctx.below(3000)));
             }
             check_tree(ctx, tree);
+            if (tree.memory_limit()) CHECK(tree.memory_bytes() <= tree.memory_limit());
             const ResultData result = tree.result(1 + ctx.below(8));
             CHECK(result.moves.size() == result.visits.size() && result.q.size() == result.moves.size());
             float total = 0.0f;
@@ -182,4 +184,29 @@ FZ_TEST(search_rejects_misuse) {
         threw = true;
     }
     CHECK(threw);
+}
+
+// A search with no node limit under a memory limit ends by itself, inside it, and searches on
+// after the game moves (the kept subtree copied, or the tree started afresh).
+FZ_TEST(search_stops_at_its_memory_limit) {
+    History history(Position::start());
+    Tree tree(history, SearchParams(), 1);
+    const size_t limit = 256 * 1024;
+    tree.set_memory_limit(limit);
+    LeafBatch batch;
+    std::vector<float> logits(size_t(MAX_MOVES), 0.0f);
+    for (int move = 0; move < 3; ++move) {
+        tree.start(0, {}, {});  // until stopped
+        int rounds = 0;
+        for (; rounds < 100000 && !tree.finished(); ++rounds) {
+            batch.clear();
+            tree.gather(8, batch, 0, nullptr);
+            for (int i = 0; i < batch.leaves(); ++i)
+                tree.apply_logits(batch.leaf(i).node, logits.data(), batch.leaf(i).count, 0.0, 0.25);
+        }
+        CHECK(tree.finished() && tree.memory_full() && rounds > 10);
+        CHECK(tree.memory_bytes() <= limit);
+        tree.advance(Move(uint16_t(tree.result(1).moves[size_t(tree.best_slot())])));
+        CHECK(tree.memory_bytes() <= limit);
+    }
 }

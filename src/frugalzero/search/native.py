@@ -154,6 +154,23 @@ class NativeTree:
         """Free the tree's nodes now."""
         self.core.release()
 
+    # -- memory -------------------------------------------------------------------------------
+    @property
+    def memory_bytes(self) -> int:
+        """What the tree holds, counted by the core (its arenas' capacities): the real cost
+        of its nodes, not an estimate."""
+        return self.core.memory_bytes
+
+    def set_memory_limit(self, limit: int) -> None:
+        """Searches stop making nodes before the tree could pass ``limit`` bytes (0: none);
+        one that stops there is finished, with ``memory_full`` set."""
+        self.core.set_memory_limit(max(0, int(limit)))
+
+    @property
+    def memory_full(self) -> bool:
+        """The last search stopped at the memory limit."""
+        return self.core.memory_full
+
     # -- a search -----------------------------------------------------------------------------
     def start(self, simulations: int | None = None, moves: list[chess.Move] | None = None) -> None:
         """Begin a search (``SearchTree.start``). The root's noise is drawn here from the

@@ -11,16 +11,44 @@ from frugalzero.nn.shipped import DEFAULT_NET, NET_HELP
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("uci", help="play as a UCI engine on stdin/stdout")
     parser.add_argument("--net", default=DEFAULT_NET, help=NET_HELP)
-    parser.add_argument("--nodes", type=int, default=400, help="nodes per move without a clock")
+    parser.add_argument(
+        "--nodes",
+        metavar="N",
+        help="nodes per move without a clock (the Nodes option's default; 1..10,000,000; 400)",
+    )
+    parser.add_argument(
+        "--ram-limit-mb",
+        metavar="MB",
+        help="memory the search tree and the evaluation cache may hold, in MB (the "
+        "RamLimitMb option's default): at the limit the search stops growing and plays what "
+        "it has; by default a quarter of the machine's memory, which leaves room for a second "
+        "engine, the GUI and the system",
+    )
     parser.set_defaults(handler=_main)
 
 
 def _main(args: argparse.Namespace) -> int:
     from frugalzero.uci.protocol import UciEngine
-    from frugalzero.uci.searcher import NetSearcher, searcher_options
+    from frugalzero.uci.searcher import DEFAULT_NODES, NetSearcher, searcher_options
 
-    searcher = NetSearcher(args.net, default_nodes=args.nodes)
-    engine = UciEngine(searcher, sys.stdin, sys.stdout, searcher_options(args.nodes))
+    options = {option.name: option for option in searcher_options(DEFAULT_NODES)}
+    nodes = _flag(args.nodes, options["Nodes"], "--nodes")
+    ram_limit_mb = _flag(args.ram_limit_mb, options["RamLimitMb"], "--ram-limit-mb")
+    searcher = NetSearcher(args.net, default_nodes=nodes, ram_limit_mb=ram_limit_mb)
+    engine = UciEngine(searcher, sys.stdin, sys.stdout, searcher_options(nodes, ram_limit_mb))
     engine.run()
     searcher.close()
     return 1 if engine.failed else 0
+
+
+def _flag(given: str | None, option, flag: str) -> int:
+    """A flag's value checked as its option checks ``setoption`` (one range for both), or the
+    option's default when the flag is not given."""
+    from frugalzero.errors import UserError
+
+    if given is None:
+        return int(option.default)
+    try:
+        return int(option.check(given))
+    except ValueError as exc:
+        raise UserError(f"{flag} {given}: {exc}") from None

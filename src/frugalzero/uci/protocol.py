@@ -2,97 +2,53 @@
 thread that can be stopped at once. What searches is a ``Searcher`` (``frugalzero.uci.searcher``
 has ours); this module knows nothing of networks or trees.
 
-Anything malformed (an unknown command, a bad FEN, an illegal move, ``go nodes abc``) is
-answered with ``info string …`` and ignored: the engine keeps answering and never starts an
-unbounded search unless told ``go infinite`` or ``go ponder`` (until ``stop`` or
-``ponderhit``). Every other ``go`` ends by itself: ``go nodes 0`` searches one node, ``go mate
-N`` stops at the proven mate or after ``MATE_NODES``, ``go mate 0`` is a plain search. A refused
-``position`` leaves no position (a ``go`` then answers ``bestmove 0000`` with the reason, never
-a move of the previous position), and the end of input answers a pending ``go`` before the
-engine exits, as Stockfish does."""
+Input is always read. The reading thread answers ``isready`` and ``stop`` itself, whatever
+runs: ``readyok`` once every earlier command is done or waits behind a search, ``stop`` at
+once, for the running search and any ``go`` read before it. The other commands go, in order,
+to a worker thread; one that needs the engine idle (``position``, ``go``) lets a bounded search
+finish first (GUIs wait for ``bestmove`` anyway; piped scripts may not), and stops an infinite
+or pondering one (as ``ucinewgame`` stops any).
+
+Every ``go`` ends in exactly one ``bestmove``. Anything malformed (an unknown command, a bad
+FEN, an illegal move) is answered with ``info string …`` and ignored; a ``go``'s bad numbers
+are dropped or clamped, with an ``info string`` each (``frugalzero.uci.limits``), and the
+``go`` is searched. No search is unbounded unless told ``go infinite`` or ``go ponder`` (until
+``stop`` or ``ponderhit``): ``go nodes 0`` searches one node, ``go mate N`` stops at the proven
+mate or after ``MATE_NODES``, ``go mate 0`` is a plain search. A refused ``position`` leaves no
+position (a ``go`` then answers ``bestmove 0000`` with the reason, never a move of the previous
+position). The end of input lets the commands read before it run, then answers a pending
+``go`` before the engine exits, as Stockfish does; ``quit`` ends at once, with nothing more
+written."""
 
 from __future__ import annotations
 
 import gc
+import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, TextIO
 
 import chess
 
+from frugalzero import _native
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.positions import ODDS_SQUARES, odds_board
 from frugalzero.runtime.collector import PausedGC
-from frugalzero.uci.timeman import TimeBudget, plan, side_clock
+from frugalzero.uci.limits import (  # noqa: F401 - the protocol's names, re-exported
+    MAX_CLOCK_MS,
+    NODES_MAX,
+    GoLimits,
+    parse_go,
+    time_budget,
+)
+from frugalzero.uci.timeman import TimeBudget
 
 ENGINE_NAME = "frugalzero"
 MATE_NODES = 1_000_000
 """Nodes a ``go mate N`` without another limit searches at most, where no mate is proven."""
-
-
-@dataclass
-class GoLimits:
-    """The limits of one ``go`` command (times in milliseconds)."""
-
-    wtime: int | None = None
-    btime: int | None = None
-    winc: int = 0
-    binc: int = 0
-    movestogo: int | None = None
-    movetime: int | None = None
-    nodes: int | None = None
-    depth: int | None = None
-    mate: int | None = None
-    infinite: bool = False
-    ponder: bool = False
-    searchmoves: list[str] = field(default_factory=list)
-
-
-_INT_FIELDS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "nodes", "depth", "mate")
-
-
-def parse_go(tokens: list[str]) -> GoLimits:
-    """Limits of ``go`` from its arguments; ValueError names the first bad one."""
-    limits = GoLimits()
-    i = 0
-    while i < len(tokens):
-        word = tokens[i]
-        if word in _INT_FIELDS:
-            if i + 1 >= len(tokens):
-                raise ValueError(f"go {word}: missing number")
-            try:
-                value = int(tokens[i + 1])
-            except ValueError:
-                raise ValueError(f"go {word}: {tokens[i + 1]!r} is not a number") from None
-            if word in ("winc", "binc"):
-                value = max(0, value)
-            elif value < 0 and word not in ("wtime", "btime"):
-                raise ValueError(f"go {word}: must not be negative")
-            setattr(limits, word, value)
-            i += 2
-        elif word == "infinite":
-            limits.infinite = True
-            i += 1
-        elif word == "ponder":
-            limits.ponder = True
-            i += 1
-        elif word == "searchmoves":
-            i += 1
-            while i < len(tokens) and tokens[i] not in _INT_FIELDS + ("infinite", "ponder"):
-                limits.searchmoves.append(tokens[i])
-                i += 1
-        else:
-            raise ValueError(f"go: unknown argument {word!r}")
-    return limits
-
-
-def time_budget(limits: GoLimits, turn: chess.Color, overhead_ms: int) -> TimeBudget | None:
-    """The time of this move (``frugalzero.uci.timeman``), or None when no clock or movetime
-    applies; ``overhead_ms`` is left for the GUI and the pipe."""
-    remaining, increment = side_clock(turn, limits.wtime, limits.btime, limits.winc, limits.binc)
-    return plan(remaining, increment, limits.movestogo, limits.movetime, overhead_ms)
 
 
 def parse_position(tokens: list[str], start: chess.Board) -> tuple[chess.Board, list[chess.Move]]:
@@ -108,6 +64,7 @@ def parse_position(tokens: list[str], start: chess.Board) -> tuple[chess.Board, 
             board = chess.Board(fen)
         except ValueError as exc:
             raise ValueError(f"position fen: bad FEN {fen!r} ({exc})") from None
+        _clean(board)
         if not board.is_valid():
             raise ValueError(f"position fen: impossible position {fen!r} ({board.status()!r})")
         rest = tokens[end:]
@@ -128,6 +85,18 @@ def parse_position(tokens: list[str], start: chess.Board) -> tuple[chess.Board, 
             probe.push(move)
             moves.append(move)
     return board, moves
+
+
+def _clean(board: chess.Board) -> None:
+    """What python-chess and Stockfish ignore in a FEN, ignored here too: castling rights
+    without their king or rook, an en-passant square no pawn could have made, and move
+    counters past what the native core counts (``MAX_CLOCK``: it would leave the position to
+    the slow Python reference, outside the memory limit)."""
+    board.castling_rights = board.clean_castling_rights()
+    if board.status() & chess.STATUS_INVALID_EP_SQUARE:
+        board.ep_square = None
+    board.halfmove_clock = min(board.halfmove_clock, _native.MAX_CLOCK)
+    board.fullmove_number = min(board.fullmove_number, _native.MAX_CLOCK)
 
 
 @dataclass
@@ -169,12 +138,14 @@ class Searcher(Protocol):
 @dataclass
 class _Go:
     """One ``go``: the position, its limits and the legal ``searchmoves``; ``request`` is its
-    search, or None while it ponders (the clock starts at ``ponderhit``)."""
+    search, or None while it ponders (the clock starts at ``ponderhit``); ``answer`` its
+    ``bestmove`` line when there is nothing to search (no position, no legal move)."""
 
     history: GameHistory
     limits: GoLimits
     searchmoves: list[chess.Move]
     request: SearchRequest | None
+    answer: str | None = None
 
 
 @dataclass
@@ -249,6 +220,17 @@ class UciEngine:
         self.failed = False  # the searcher could not start: the engine stopped
         self._noted = False  # the searcher's note (which net plays) was said
         self.history: GameHistory | None = GameHistory(self._start_board())
+        # the reader and the worker (see the module's docstring)
+        self._commands: queue.Queue[tuple[int, str] | None] = queue.Queue()
+        self._read = 0  # lines read: each command's number
+        self._number = 0  # the number of the command the worker is handling
+        self._stopped_before = 0  # a go read before this line starts stopped (a stop came)
+        self._quitting = False  # the worker drops what is left
+        self._start_lock = threading.Lock()  # a search's start against a stop
+        self._progress = threading.Condition()
+        self._queued = 0  # commands given to the worker
+        self._handled = 0  # ... and done by it
+        self._behind = False  # the worker waits for a search to end
 
     # -- output ---------------------------------------------------------------------------------
     def send(self, line: str) -> None:
@@ -261,43 +243,95 @@ class UciEngine:
     def info_string(self, text: str) -> None:
         self.send("info string " + " ".join(text.split()))
 
-    # -- commands -------------------------------------------------------------------------------
+    # -- reading --------------------------------------------------------------------------------
     def run(self) -> None:
         """Python's cycle collector runs only between games (``ucinewgame``): left automatic,
         its pass over a search's new objects lands in a move's time, 30-60 ms after each
         search and over a second now and then (measured). Trees have no cycles, so reference
         counting frees them."""
         with PausedGC():  # no timed collections: the searches' own PausedGC sees it off
-            for raw in self.inp:
-                line = raw.strip()
-                if not line:
-                    continue
-                try:
-                    if not self.handle(line):
-                        break
-                except Exception as exc:  # the engine must survive anything a GUI sends
-                    self.info_string(f"error: {exc!r} on {line!r}")
-            else:  # end of input, no quit: the pending go is answered, then the engine ends
-                self._finish_search()
+            worker = threading.Thread(target=self._work, name="uci-worker", daemon=True)
+            worker.start()
+            if self._read_input():  # quit (or a searcher that cannot search): end now
+                with self._lock:
+                    self._quiet = True  # UCI: no bestmove (nor anything else) after quit
+                self._quitting = True
+                self._stop_before(self._read + 1)
+            self._commands.put(None)  # the worker runs what is queued, then ends the search
+            worker.join()
             with self._lock:
-                self._quiet = True  # UCI: no bestmove (nor anything else) after quit
+                self._quiet = True
             self._finish_search()
 
-    def handle(self, line: str) -> bool:
-        """Handle one command; False means quit."""
-        command, *args = line.split()
+    def _read_input(self) -> bool:
+        """Read commands until ``quit`` (True) or the end of input (False)."""
+        for raw in self.inp:
+            line = raw.strip()
+            if not line:
+                continue
+            self._read += 1
+            try:
+                if not self._take(line):
+                    return True
+            except Exception as exc:  # the engine must survive anything a GUI sends
+                self.info_string(f"error: {exc!r} on {line!r}")
+        return False
+
+    def _take(self, line: str) -> bool:
+        """Answer ``isready`` and ``stop`` here, queue the rest for the worker; False: quit."""
+        command = line.split()[0]
         if command == "quit":
             return False
+        if command == "isready":
+            if not self._searcher_ready():
+                return False
+            with self._progress:  # every command before it done, or waiting behind a search
+                self._progress.wait_for(lambda: self._behind or self._handled == self._queued)
+            self.send("readyok")
+        elif command == "stop":
+            self._stop_before(self._read)
+        else:
+            if command == "go" and not self._searcher_ready():
+                return False
+            with self._progress:
+                self._queued += 1
+            self._commands.put((self._read, line))
+        return True
+
+    def _stop_before(self, number: int) -> None:
+        """``stop`` read as line ``number``: the running search ends now, and so does any
+        ``go`` read before it that the worker has not started yet (each still answers)."""
+        with self._start_lock:
+            self._stopped_before = number
+            self._stop.set()
+            self._ponder_end.set()
+
+    def _work(self) -> None:
+        """The worker: the queued commands in order, then (end of input) the pending go."""
+        while (item := self._commands.get()) is not None:
+            self._number, line = item
+            try:
+                if not self._quitting:
+                    self.handle(line)
+            except Exception as exc:  # the engine must survive anything a GUI sends
+                self.info_string(f"error: {exc!r} on {line!r}")
+            finally:
+                with self._progress:
+                    self._handled += 1
+                    self._progress.notify_all()
+        self._finish_search()
+
+    # -- commands -------------------------------------------------------------------------------
+    def handle(self, line: str) -> None:
+        """Handle one command of the worker's (``isready``, ``stop`` and ``quit`` are the
+        reader's)."""
+        command, *args = line.split()
         if command == "uci":
             self.send(f"id name {ENGINE_NAME}")
             self.send("id author the frugalzero developers")
             for option in self.options.values():
                 self.send(option.line())
             self.send("uciok")
-        elif command == "isready":
-            if not self._searcher_ready():
-                return False
-            self.send("readyok")
         elif command == "ucinewgame":
             self._finish_search()
             self.searcher.new_game()
@@ -308,18 +342,13 @@ class UciEngine:
         elif command == "position":
             self._position(args)
         elif command == "go":
-            if not self._searcher_ready():
-                return False
             self._go(args)
-        elif command == "stop":
-            self._finish_search()
         elif command == "ponderhit":
             self._ponderhit()
         elif command in ("debug", "register"):
             pass
         else:
             self.info_string(f"unknown command {command!r} ignored")
-        return True
 
     def _searcher_ready(self) -> bool:
         """Wait for the searcher (the network loads in the background after 'uci'). One that
@@ -392,20 +421,18 @@ class UciEngine:
 
     def _go(self, args: list[str]) -> None:
         self._wait_search()
-        try:
-            limits = parse_go(args)
-        except ValueError as exc:
-            self.info_string(f"{exc}; go ignored")
-            return
-        if self.history is None:
-            self.info_string("go: no position (the last position command was refused)")
-            self.send("bestmove 0000")
-            return
-        board = self.history.board
-        legal = list(board.legal_moves)
-        if not legal:
-            self.info_string("no legal moves in this position")
-            self.send("bestmove 0000")
+        limits = parse_go(args)
+        for note in limits.notes:
+            self.info_string(note)
+        history = self.history or GameHistory(self._start_board())
+        legal = list(history.board.legal_moves)
+        if self.history is None or not legal:  # bestmove 0000, after stop for go infinite
+            problem = "go: no position (the last position command was refused)"
+            self.info_string(problem if self.history is None else "no legal moves in this position")
+            if limits.infinite or limits.ponder:
+                self._start(_Go(history, limits, [], None, "bestmove 0000"))
+            else:
+                self.send("bestmove 0000")
             return
         searchmoves = [
             chess.Move.from_uci(u)
@@ -414,16 +441,25 @@ class UciEngine:
         ]
         if limits.searchmoves and not searchmoves:
             self.info_string("go searchmoves: no legal move among them; searching every move")
-        job = _Go(self.history.copy(), limits, searchmoves, None)
+        job = _Go(history.copy(), limits, searchmoves, None)
         if not limits.ponder:
             job.request = self._request(job, time.monotonic())
-        self._stop.clear()
-        self._ponder_end.clear()
-        self._job = job
-        self._pondering = limits.ponder
-        self._infinite = limits.infinite or limits.ponder
-        self._thread = threading.Thread(target=self._search, args=(job,), daemon=True)
-        self._thread.start()
+        self._start(job)
+
+    def _start(self, job: _Go) -> None:
+        """Run ``job`` on the search thread; stopped at once if a stop came after its go."""
+        limits = job.limits
+        with self._start_lock:
+            self._stop.clear()
+            self._ponder_end.clear()
+            if self._number < self._stopped_before:  # a stop came after it: ends at once
+                self._stop.set()
+                self._ponder_end.set()
+            self._job = job
+            self._pondering = limits.ponder
+            self._infinite = limits.infinite or limits.ponder
+            self._thread = threading.Thread(target=self._search, args=(job,), daemon=True)
+            self._thread.start()
 
     def _request(self, job: _Go, clock_start: float) -> SearchRequest:
         """The search of ``job`` with its clock started at ``clock_start`` (now, or the
@@ -433,12 +469,6 @@ class UciEngine:
         if budget is not None:
             budget = budget.spent(time.monotonic() - clock_start)
         nodes, mate = limits.nodes, limits.mate
-        if nodes == 0:
-            self.info_string("go nodes 0: searching one node")
-            nodes = 1
-        if mate == 0:
-            self.info_string("go mate 0: no mate in 0 to look for; searching without it")
-            mate = None
         bounded = limits.infinite or budget is not None or nodes is not None
         if not bounded and mate is not None:
             nodes = MATE_NODES  # where there is no mate, the search still ends
@@ -447,6 +477,15 @@ class UciEngine:
         return SearchRequest(job.history, nodes, budget, limits.infinite, job.searchmoves, mate)
 
     def _search(self, job: _Go) -> None:
+        line = job.answer or self._searched(job)
+        if job.limits.ponder:
+            self._ponder_end.wait()  # UCI: no bestmove while pondering (a failed search too)
+        if job.limits.infinite:
+            self._stop.wait()  # UCI: no bestmove before 'stop' in infinite mode
+        self.send(line)
+
+    def _searched(self, job: _Go) -> str:
+        """The ``bestmove`` line of ``job``'s search (its first legal move if it failed)."""
         board = job.history.board
         try:
             best = self._ponder(job) if job.request is None else None
@@ -458,11 +497,7 @@ class UciEngine:
         except Exception as exc:  # never leave the GUI without a bestmove
             self.info_string(f"search failed: {exc!r}; playing the first legal move")
             best = BestMove(next(iter(board.legal_moves)))
-        if job.limits.ponder:
-            self._ponder_end.wait()  # UCI: no bestmove while pondering (a failed search too)
-        if job.limits.infinite:
-            self._stop.wait()  # UCI: no bestmove before 'stop' in infinite mode
-        self.send(_bestmove_line(board, best))
+        return _bestmove_line(board, best)
 
     def _ponder(self, job: _Go) -> BestMove | None:
         """``go ponder``: search the predicted position without limits until ``ponderhit`` or
@@ -485,24 +520,38 @@ class UciEngine:
         self._ponder_end.set()
 
     def _wait_search(self) -> None:
-        """A command that needs the engine idle lets a bounded search finish (GUIs wait for
-        bestmove anyway; piped scripts may not) and stops an infinite one."""
+        """A command that needs the engine idle lets a bounded search finish and stops an
+        infinite one; meanwhile ``isready`` is answered and ``stop`` read (the reader)."""
         thread = self._thread
         if thread is None:
             return
         if self._infinite:
             self._finish_search()
-        else:
+            return
+        with self._behind_search():
             thread.join()
-            self._thread = None
+        self._thread = None
 
     def _finish_search(self) -> None:
         thread, self._thread = self._thread, None
         if thread is not None:
             self._stop.set()
             self._ponder_end.set()
-            thread.join()
+            with self._behind_search():
+                thread.join()
         self._pondering = False
+
+    @contextmanager
+    def _behind_search(self) -> Iterator[None]:
+        """The worker waits for a search to end: ``isready`` need not wait for it."""
+        with self._progress:
+            self._behind = True
+            self._progress.notify_all()
+        try:
+            yield
+        finally:
+            with self._progress:
+                self._behind = False
 
 
 def _bestmove_line(board: chess.Board, best: BestMove) -> str:

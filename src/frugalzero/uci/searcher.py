@@ -9,6 +9,9 @@ gather absorbs collisions rather than stopping at them), and on a CPU two single
 inference processes each work on a batch while the search gathers the next ones, so the
 network runs on every core and the tree takes the time it needs in between. Under a clock the
 time manager (``frugalzero.uci.timeman``) decides when the best move is settled.
+
+The tree's memory is bounded (``RamLimitMb``): the native core counts what its arenas hold and
+a search that would take them past the limit stops there and answers with what it has.
 """
 
 from __future__ import annotations
@@ -22,7 +25,18 @@ from collections.abc import Callable
 import numpy as np
 
 from frugalzero.nn.shipped import DEFAULT_NET
-from frugalzero.search import RootLine, SearchConfig, SearchResult, Tree, search, tree_for
+from frugalzero.runtime.memory import MB, machine_memory
+from frugalzero.search import (
+    NativeTree,
+    RootLine,
+    SearchConfig,
+    SearchResult,
+    Tree,
+    new_tree,
+    search,
+    tree_for,
+)
+from frugalzero.uci.limits import NODES_MAX
 from frugalzero.uci.protocol import BestMove, Option, SearchRequest
 from frugalzero.uci.timeman import MoveTimer
 from frugalzero.values import search_score, uci_score, wdl_permille
@@ -33,11 +47,25 @@ PARALLEL_BATCHES = 2  # batches one game's search keeps evaluating side by side 
 ALL_LINES = 256  # more than any position's legal moves
 PLAY = SearchConfig().for_play()  # the play profile: the search matches and the ladder play
 BATCH_SIZE = PLAY.leaves_per_gather  # leaves per batch: a single game's fill with collisions
+DEFAULT_NODES = 400  # nodes a move without a clock (frugalzero uci --nodes, the Nodes option)
+TEMPERATURE_MAX = 100.0  # Temperature, PolicyTemperature: beyond, play is uniform already
+RAM_SHARE = 4
+"""``RamLimitMb`` defaults to a quarter of the machine's memory: the two engines of a match,
+the GUI or match runner beside them and the system still fit in the rest, and it is far more
+than a move needs (a minute of analysis at 2,000 nodes/s is ~160 MB of tree)."""
+MIN_TREE_BYTES = MB  # the tree's share when the evaluation cache takes all of RamLimitMb
 
 
-def searcher_options(default_nodes: int) -> list[Option]:
+def default_ram_limit_mb() -> int:
+    return max(1, machine_memory() // RAM_SHARE // MB)
+
+
+def searcher_options(default_nodes: int, ram_limit_mb: int | None = None) -> list[Option]:
+    """The searcher's UCI options, with the defaults ``frugalzero uci``'s flags give (their
+    values are checked by these options' own ``check``)."""
+    ram_limit = ram_limit_mb or default_ram_limit_mb()
     return [
-        Option("Nodes", "spin", str(default_nodes), 1, 10_000_000),
+        Option("Nodes", "spin", str(default_nodes), 1, NODES_MAX),
         Option("BatchSize", "spin", str(BATCH_SIZE), 1, 256),
         Option("Threads", "spin", "0", 0, 256),
         Option("Temperature", "string", "0"),
@@ -45,17 +73,20 @@ def searcher_options(default_nodes: int) -> list[Option]:
         Option("MultiPV", "spin", "1", 1, ALL_LINES),
         Option("UCI_ShowWDL", "check", "false"),
         Option("NNCacheSize", "spin", str(CACHE_SIZE), 0, 10_000_000),
+        Option("RamLimitMb", "spin", str(ram_limit), 1, max(ram_limit, machine_memory() // MB)),
     ]
 
 
-def _number(text: str) -> float:
-    """A finite number (``nan`` and ``inf`` parse as floats, but mean nothing here)."""
+def _temperature(text: str, zero: bool) -> float:
+    """A temperature in 0..TEMPERATURE_MAX (0 itself only where ``zero``): ``nan``, ``inf``
+    and ``1e308`` parse as floats, but the last two only mean uniform play."""
     try:
         value = float(text)
     except ValueError:
         raise ValueError("must be a number") from None
-    if not math.isfinite(value):
-        raise ValueError("must be a finite number")
+    low = "0" if zero else "above 0"
+    if not (0 <= value <= TEMPERATURE_MAX) or (value == 0 and not zero):
+        raise ValueError(f"must be {low} up to {TEMPERATURE_MAX:g}")
     return value
 
 
@@ -76,9 +107,16 @@ def network_layout(threads: int, cores: int, cpu: bool) -> tuple[int, int]:
 class NetSearcher:
     """Implements ``frugalzero.uci.protocol.Searcher`` with a network file and our search."""
 
-    def __init__(self, net: str, default_nodes: int = 400, seed: int = 0) -> None:
+    def __init__(
+        self,
+        net: str,
+        default_nodes: int = DEFAULT_NODES,
+        seed: int = 0,
+        ram_limit_mb: int | None = None,
+    ) -> None:
         self.net_spec = net
         self.nodes = default_nodes
+        self.ram_limit_mb = ram_limit_mb or default_ram_limit_mb()
         self.batch = BATCH_SIZE
         self.threads = 0
         self.temperature = 0.0
@@ -159,14 +197,9 @@ class NetSearcher:
             self.batch = int(value)
             self.tree = None
         elif name == "Temperature":
-            temperature = _number(value)
-            if temperature < 0:
-                raise ValueError("must be >= 0 (0 plays the best move)")
-            self.temperature = temperature
+            self.temperature = _temperature(value, zero=True)  # 0 plays the best move
         elif name == "PolicyTemperature":
-            if not _number(value) > 0:
-                raise ValueError("must be > 0")
-            self.policy_temperature = float(value)
+            self.policy_temperature = _temperature(value, zero=False)
             self.tree = None
         elif name == "Threads":
             self.threads = int(value)  # the next search applies it (_apply_settings)
@@ -176,6 +209,8 @@ class NetSearcher:
             self.multipv = int(value)
         elif name == "UCI_ShowWDL":
             self.show_wdl = value == "true"
+        elif name == "RamLimitMb":
+            self.ram_limit_mb = int(value)  # the next search's tree takes it (_bound)
 
     def search(
         self, request: SearchRequest, stop: threading.Event, info: Callable[[str], None]
@@ -191,9 +226,11 @@ class NetSearcher:
         settled = threading.Event()  # the time manager's verdict, taken after a batch
 
         def should_stop() -> bool:
-            if stop.is_set() or settled.is_set():
+            if stop.is_set():
                 return True
-            return deadline is not None and time.monotonic() >= deadline
+            if tree.started < 1:  # as Stockfish completes depth 1: a move searched, so a
+                return False  # score to give (the root's own value is none, _line_score)
+            return settled.is_set() or (deadline is not None and time.monotonic() >= deadline)
 
         def on_batch(t: Tree) -> None:
             now = time.monotonic()
@@ -212,9 +249,13 @@ class NetSearcher:
         moves = request.searchmoves or None
         in_flight = 2 * evaluator.config.servers
         search(tree, evaluator, budget, should_stop, in_flight, on_batch, moves)
-        result = tree.result(ALL_LINES if self.temperature > 0 else self.multipv)
+        result = tree.result(ALL_LINES if self.temperature > 0 or moves else self.multipv)
+        if moves:  # a search stopped before its first walk left a reused root unrestricted
+            result = result._replace(lines=[ln for ln in result.lines if ln.move in moves])
         for line in self._info_lines(result, time.monotonic() - started):
             info(line)
+        if isinstance(tree, NativeTree) and tree.memory_full:
+            info(self._memory_note(tree))
         return self._pick(tree, result, request)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -263,7 +304,31 @@ class NetSearcher:
             )
         )
         self.tree = tree_for(self.tree, request.history, config, self.rng)
+        self._bound(request, config)
         return self.tree
+
+    def _bound(self, request: SearchRequest, config: SearchConfig) -> None:
+        """The tree's share of ``RamLimitMb``: what the evaluation cache (bounded by
+        ``NNCacheSize``, its tables counted full) leaves of it. A tree already past it (the
+        limit lowered, the cache grown) starts afresh."""
+        if not isinstance(self.tree, NativeTree):
+            return  # the Python reference: positions UCI never sends (parse_position)
+        cache = self.evaluator.native_cache
+        cache_bytes = cache.memory_bytes if cache is not None else 0
+        limit = max(self.ram_limit_mb * MB - cache_bytes, MIN_TREE_BYTES)
+        if self.tree.memory_bytes > limit:
+            self.tree.close()
+            self.tree = new_tree(request.history, config, self.rng)
+        self.tree.set_memory_limit(limit)
+
+    def _memory_note(self, tree: NativeTree) -> str:
+        """The search stopped at the memory limit: what the tree holds, and a node's cost."""
+        held, nodes = tree.memory_bytes, max(1, tree.core.node_count)
+        return (
+            f"info string RamLimitMb {self.ram_limit_mb} reached: the tree holds "
+            f"{held / MB:.1f} MB ({nodes} nodes, {held // nodes} bytes a node); "
+            "the search stops growing here"
+        )
 
     def _pick(self, tree: Tree, result: SearchResult, request: SearchRequest) -> BestMove:
         """The best line's move (with ``Temperature``: the tree's choice at that temperature,
@@ -291,12 +356,11 @@ class NetSearcher:
         lines = [ln for i, ln in enumerate(result.lines[: self.multipv]) if i == 0 or ln.visits]
         depth = max(1, len(result.lines[0].pv)) if result.lines else 1
         seldepth = max(depth, result.depth)
-        if not lines:  # the root was never evaluated
-            score = uci_score(search_score(result.value, result.mate_in))
-            return [f"info depth 1 seldepth 1 score {score} {stats}"]
+        if not lines:  # the root was never evaluated: nothing to score
+            return [f"info depth 1 seldepth 1 {stats}"]
         report = [
             f"info depth {depth} seldepth {seldepth} multipv {rank} "
-            f"{self._line_score(line, result.value)} {stats} "
+            f"{self._line_score(line)}{stats} "
             f"pv {' '.join(m.uci() for m in line.pv[:32])}"
             for rank, line in enumerate(lines, 1)
         ]
@@ -306,12 +370,15 @@ class NetSearcher:
             report.append(f"info depth {depth} currmove {move.uci()} currmovenumber {number}")
         return report
 
-    def _line_score(self, line: RootLine, root_value: float) -> str:
-        """``score …`` of a line from its move's Q or proven mate (a best line not visited
-        yet: the root's value), with ``wdl W D L`` under ``UCI_ShowWDL``."""
-        q = root_value if math.isnan(line.q) else line.q
-        text = f"score {uci_score(search_score(q, line.mate_in))}"
+    def _line_score(self, line: RootLine) -> str:
+        """``score … `` of a line from its move's Q or proven mate, with ``wdl W D L`` under
+        ``UCI_ShowWDL``; nothing for a move not searched yet (a search of the root alone).
+        The root's own value is no score: one network call, and the shipped nets put any
+        root without history planes (a FEN, the start position) near -1 whatever it is."""
+        if line.mate_in is None and math.isnan(line.q):
+            return ""
+        text = f"score {uci_score(search_score(line.q, line.mate_in))} "
         if self.show_wdl:
-            win, draw, loss = wdl_permille(q, line.draw)
-            text += f" wdl {win} {draw} {loss}"
+            win, draw, loss = wdl_permille(line.q, line.draw)
+            text += f"wdl {win} {draw} {loss} "
         return text
