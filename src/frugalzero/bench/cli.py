@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable
 from types import ModuleType
 
-from frugalzero.bench import data, label, movegen, nn, selfplay, sfgames, train, uci
+from frugalzero.bench import data, label, movegen, nn, selfplay, sfgames, train, uci, ucifuzz
 
 # name -> module with add_arguments(parser) and run(args) -> dict
 BENCHES: dict[str, ModuleType] = {
@@ -22,6 +22,7 @@ BENCHES: dict[str, ModuleType] = {
     "sfgames": sfgames,
     "train": train,
     "uci": uci,
+    "uci-fuzz": ucifuzz,
     "movegen": movegen,
 }
 
@@ -40,7 +41,8 @@ def _runner(name: str, module: ModuleType) -> Callable[[argparse.Namespace], int
     def handler(args: argparse.Namespace) -> int:
         from frugalzero.output import emit
 
-        emit(module.run(args), args.json, title=f"bench {name}")
-        return 0
+        result = module.run(args)
+        emit(result, args.json, title=f"bench {name}")
+        return 0 if result.get("ok", True) else 1  # a check (uci-fuzz) that failed
 
     return handler
