@@ -190,7 +190,7 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
             bench nn --arch medium --device cuda --rounds 5 --batch 1024
             bench train --arch small --device cuda --rounds 3 --seconds 3
             bench train --arch medium --device cuda --rounds 3 --seconds 3 --batch 1024
-            bench selfplay --arch small --device cuda --rounds 2 --seconds 5 --core native,python
+            bench selfplay --arch small --device cuda --rounds 2 --seconds 5
             bench selfplay --arch small --device cuda --rounds 2 --seconds 5 --workers 1,2,4
             bench uci --net medium --rounds 2 --positions 8
             bench uci --net small --rounds 2 --positions 8
@@ -200,7 +200,10 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
             PRESET=gpu-1h benchmarks/compare.sh 60 runs/gpu-1h ;;
         ladder)
             for method in sfgames eps-explore selfplay contempt gumbel; do
-                net=benchmarks/results/60min-gpu/$method/final.safetensors
+                # the final net is the run's (records keep its digest, not the net)
+                [ -f "runs/gpu-1h/$method/state.json" ] || continue
+                net=$("$PY" -m frugalzero run --dir "runs/gpu-1h/$method" --json \
+                    | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["final_net"])')
                 json=benchmarks/results/60min-gpu/$method/ladder.json
                 [ -f "$net" ] && [ ! -s "$json" ] || continue
                 "$PY" -m frugalzero ladder "net:$net?nodes=400" \

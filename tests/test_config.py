@@ -197,6 +197,34 @@ def test_a_bad_literal_is_a_one_line_error(tmp_path, capsys):
     assert "invalid choice: 'bf61'" in err and "Traceback" not in err
 
 
+def test_a_removed_key_loads_when_it_meant_what_runs_and_is_refused_otherwise(tmp_path):
+    """``search.core`` is gone (the native core is the only search): an old run's config.toml
+    with ``core = "native"`` loads as the run it was; ``python``, from a file, ``--set`` or a
+    ``net:`` spec, is one line saying why, never a run on another search."""
+    from frugalzero.config import to_dict
+    from frugalzero.evaluate.netplayer import net_configs
+    from frugalzero.evaluate.specs import parse_spec
+    from frugalzero.search.config import SearchConfig
+    from frugalzero.selfplay.config import SelfPlayConfig
+
+    text = dump_toml(to_dict(RunConfig()))
+    assert "\ncore = " not in text and "[selfplay.search]\n" in text
+    old = tmp_path / "config.toml"
+    old.write_text(text.replace("[selfplay.search]\n", '[selfplay.search]\ncore = "native"\n'))
+    assert to_dict(from_dict(RunConfig, read_toml(old), str(old))) == to_dict(RunConfig())
+    old.write_text(text.replace("[selfplay.search]\n", '[selfplay.search]\ncore = "python"\n'))
+    why = "is no longer a setting: the native core is the only search"
+    with pytest.raises(UserError, match=rf"config.toml.selfplay.search: core = 'python' {why}"):
+        from_dict(RunConfig, read_toml(old), str(old))
+    with pytest.raises(UserError, match=rf"^--set search.core: core = 'python' {why}"):
+        load_config(SelfPlayConfig, overrides=["search.core=python"])
+    assert load_config(SelfPlayConfig, overrides=["search.core=native"]) == SelfPlayConfig()
+    played, _, _ = net_configs(parse_spec("net:x?core=native"), seats=1)
+    assert played == SearchConfig().for_play()
+    with pytest.raises(UserError, match=rf"engine 'net:x\?core=python'.*: core = 'python' {why}"):
+        net_configs(parse_spec("net:x?core=python"), seats=1)
+
+
 @pytest.mark.parametrize("name", [None, *list_presets()])
 def test_config_show_is_a_config_that_resolves_to_the_same_run(name, tmp_path, capsys):
     from frugalzero.cli import main

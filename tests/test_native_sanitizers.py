@@ -4,7 +4,8 @@ A separate build (build/sanitize, incremental across runs) of native_tests, the 
 driver, runs on a corpus python-chess writes here: positions with their legal moves in
 python-chess's order, from the special positions of test_native_chess, positions built around
 pins, checks, en passant and promotions, and random games. The driver plays random games from
-them, builds random placements and reads garbage FENs; any sanitizer report fails the test.
+them, builds random placements and reads garbage FENs, searches random trees alone and in
+groups (search/many.h, the driver's gather and apply); any sanitizer report fails the test.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from conftest import ROOT
 from frugalzero.chess.native_check import tricky_board
 from frugalzero.chess.positions import random_boards
 from test_native_chess import SPECIAL_FENS
+
+pytestmark = pytest.mark.slow  # integration: the whole module runs in `make test` only
 
 BUILD = ROOT / "build" / "sanitize"
 SANITIZER_ENV = {
@@ -86,6 +89,7 @@ def test_native_tests_and_fuzz_passes_run_clean_under_sanitizers(driver: Path, t
     assert "sanitizers: address on, undefined on" in done.stdout
     assert "corpus_positions" in done.stdout and "fuzz_garbage_fens" in done.stdout
     assert "fuzz_search_trees" in done.stdout  # the tree, fed random batches of evaluations
+    assert "fuzz_many_trees" in done.stdout  # gather_trees / apply_batch over groups of trees
     assert "fuzz_planes" in done.stdout  # the input planes, from random frames and meta
     assert " 0 failed" in done.stdout.splitlines()[-1]
 

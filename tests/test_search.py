@@ -1,4 +1,7 @@
-"""PUCT search: mates found and played, legality, root noise, draw rules, tree reuse, seeds."""
+"""PUCT search: mates found and played, legality, root noise, draw rules, tree reuse, seeds.
+
+Everything here runs on the product's search (``new_tree``: the native core); the oracle's own
+internals are tested in tests/oracle/test_tree.py."""
 
 from __future__ import annotations
 
@@ -9,25 +12,19 @@ import sys
 import chess
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+import oracle
 from conftest import shared_file
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
 from frugalzero.chess.rules import game_ending, leaf_status
 from frugalzero.runtime.interpreter import own_code_env
-from frugalzero.search import (
-    HashEvaluator,
-    SearchConfig,
-    SearchTree,
-    UniformEvaluator,
-    new_tree,
-    search,
-    search_many,
-)
+from frugalzero.search import SearchConfig, UniformEvaluator, new_tree, search, search_many
 from frugalzero.search.config import PLAY_POLICY_TEMPERATURE
+from frugalzero.search.native import TERMINAL
 from frugalzero.search.puct import (
     c_puct,
     choose_by_visits,
@@ -37,7 +34,7 @@ from frugalzero.search.puct import (
     temper_priors,
     temperature_for_ply,
 )
-from frugalzero.search.tree import TERMINAL
+from frugalzero.search.uniform import HashEvaluator
 
 
 def quiet(**overrides) -> SearchConfig:
@@ -63,7 +60,7 @@ def test_search_imports_without_torch() -> None:
 )
 def test_mate_in_one_is_found_and_played(fen: str) -> None:
     board = chess.Board(fen)
-    tree = SearchTree(board, SearchConfig(), seed=1)  # default settings, noise included
+    tree = new_tree(board, SearchConfig(), seed=1)  # default settings, noise included
     result = search(tree, UniformEvaluator(), 2000)
     move = result.best_move
     board.push(move)
@@ -105,7 +102,7 @@ def test_mate_in_two_on_wac_dm2_positions() -> None:
     evaluator = UniformEvaluator()
     for line in lines:
         board, ops = chess.Board.from_epd(line)
-        tree = SearchTree(board, config, seed=0)
+        tree = new_tree(board, config, seed=0)
         result = search(tree, evaluator, 20000)
         move = result.best_move
         assert result.mate_in == 3, ops["id"]
@@ -116,7 +113,7 @@ def test_mate_in_two_on_wac_dm2_positions() -> None:
 
 def test_proven_loss_is_reported_and_resisted() -> None:
     board = chess.Board("7k/R7/6K1/8/8/8/8/8 b - - 0 1")  # Black's only move Kg8 allows Ra8#
-    tree = SearchTree(board, quiet(fpu_value=0.0), seed=0)
+    tree = new_tree(board, quiet(fpu_value=0.0), seed=0)
     result = search(tree, UniformEvaluator(), 500)
     assert result.mate_in == -2
     assert result.value == -1.0
@@ -130,7 +127,7 @@ def test_no_illegal_move_is_ever_chosen() -> None:
     rng = np.random.default_rng(0)
     for board in random_boards(12, seed=7, max_plies=120):
         config = SearchConfig(leaves_per_gather=4, nscl=float(rng.integers(2, 20)))
-        tree = SearchTree(board, config, seed=int(rng.integers(1 << 30)))
+        tree = new_tree(board, config, seed=int(rng.integers(1 << 30)))
         result = search(tree, evaluator, 150)
         legal = set(board.legal_moves)
         assert set(result.moves) == legal
@@ -152,7 +149,7 @@ def test_no_illegal_move_is_ever_chosen() -> None:
 
 def test_root_noise_touches_legal_moves_only() -> None:
     board = random_boards(1, seed=3, max_plies=30)[0]
-    tree = SearchTree(board, SearchConfig(), seed=5)
+    tree = new_tree(board, SearchConfig(), seed=5)
     search(tree, HashEvaluator(), 50)
     root = tree.root
     assert len(root.P) == len(root.raw) == board.legal_moves.count()
@@ -161,7 +158,7 @@ def test_root_noise_touches_legal_moves_only() -> None:
     assert not np.allclose(root.P, root.raw)  # the noise is there...
     noise = (root.P - 0.75 * root.raw) / 0.25  # ...and is a distribution over those moves
     assert (noise >= -1e-12).all() and noise.sum() == pytest.approx(1.0)
-    quiet_tree = SearchTree(board, quiet(), seed=5)
+    quiet_tree = new_tree(board, quiet(), seed=5)
     search(quiet_tree, HashEvaluator(), 50)
     assert np.array_equal(quiet_tree.root.P, quiet_tree.root.raw)
 
@@ -200,9 +197,9 @@ def test_policy_temperature_is_a_softmax_temperature(weights, temperature) -> No
 
 def test_the_search_explores_wider_at_a_higher_policy_temperature() -> None:
     board = random_boards(1, seed=8, max_plies=20)[0]
-    trees = {t: SearchTree(board, quiet(policy_temperature=t)) for t in (1.0, 3.0)}
+    trees = {t: new_tree(board, quiet(policy_temperature=t)) for t in (1.0, 3.0)}
     results = {t: search(tree, HashEvaluator(), 200) for t, tree in trees.items()}
-    raw = HashEvaluator().evaluation(SearchTree(board, quiet()).root.inp)  # the net's policy
+    (raw,) = HashEvaluator().evaluate([board])  # the net's policy at the root
     assert trees[1.0].root.P == pytest.approx(raw.priors)
     assert trees[3.0].root.P == pytest.approx(temper_priors(raw.priors, 3.0))
     tried = {t: int((r.visits > 0).sum()) for t, r in results.items()}
@@ -240,7 +237,7 @@ def test_play_settings_are_deterministic() -> None:
     board = random_boards(1, seed=4, max_plies=20)[0]
     moves = set()
     for seed in range(3):
-        tree = SearchTree(board, SearchConfig().for_play(), seed=seed)
+        tree = new_tree(board, SearchConfig().for_play(), seed=seed)
         result = search(tree, HashEvaluator(), 100)
         assert tree.choose_move(0) == result.best_move
         moves.add(result.best_move)
@@ -251,10 +248,10 @@ def test_same_seed_same_search() -> None:
     board = random_boards(1, seed=11, max_plies=20)[0]
     counts = []
     for _ in range(2):
-        tree = SearchTree(board, SearchConfig(nscl=10), seed=42)
+        tree = new_tree(board, SearchConfig(nscl=10), seed=42)
         counts.append(search(tree, HashEvaluator(), 300).visits)
     assert np.array_equal(counts[0], counts[1])
-    other = SearchTree(board, SearchConfig(nscl=10), seed=43)
+    other = new_tree(board, SearchConfig(nscl=10), seed=43)
     assert not np.array_equal(counts[0], search(other, HashEvaluator(), 300).visits)
 
 
@@ -263,11 +260,11 @@ def test_many_trees_batched_equal_one_at_a_time() -> None:
     boards = random_boards(6, seed=5, max_plies=40)
     alone = []
     for i, board in enumerate(boards):
-        tree = SearchTree(board, SearchConfig(), seed=i)
+        tree = new_tree(board, SearchConfig(), seed=i)
         # one leaf at a time, as in a batch
         alone.append(search(tree, HashEvaluator(), 100, in_flight=1).visits)
     evaluator = HashEvaluator()
-    trees = [SearchTree(board, SearchConfig(), seed=i) for i, board in enumerate(boards)]
+    trees = [new_tree(board, SearchConfig(), seed=i) for i, board in enumerate(boards)]
     results = search_many(trees, evaluator, 100, groups=2)
     for result, counts in zip(results, alone):
         assert np.array_equal(result.visits, counts)
@@ -277,7 +274,7 @@ def test_many_trees_batched_equal_one_at_a_time() -> None:
 # -- tree reuse ----------------------------------------------------------------------------------
 def test_tree_reuse_keeps_the_subtree() -> None:
     board = chess.Board()
-    tree = SearchTree(board, quiet(), seed=0)
+    tree = new_tree(board, quiet(), seed=0)
     result = search(tree, HashEvaluator(), 400)
     move = result.best_move
     kept = result.visits[result.moves.index(move)]
@@ -288,34 +285,10 @@ def test_tree_reuse_keeps_the_subtree() -> None:
     assert after.nodes == kept > 1 and after.simulations == 0
     assert after.best_move == reply  # the subtree's statistics came along
     assert search(tree, HashEvaluator(), 100).nodes == kept + 100
-    fresh = SearchTree(board, SearchConfig(reuse_tree=False, root_noise=False), seed=0)
+    fresh = new_tree(board, SearchConfig(reuse_tree=False, root_noise=False), seed=0)
     search(fresh, HashEvaluator(), 50)
     fresh.advance(move)
     assert fresh.result().nodes == 0 and fresh.result().moves == []
-
-
-def test_a_discarded_subtree_is_freed_without_the_cycle_collector() -> None:
-    """Nodes link only downwards: advancing drops every other branch at once."""
-    import gc
-    import weakref
-
-    tree = SearchTree(chess.Board(), quiet(), seed=0)
-    search(tree, HashEvaluator(), 200)
-    result = tree.result()
-    keep = result.best_move
-    dropped = next(  # a child other than the one kept, entered at least once
-        c for m, c in zip(tree.root.moves, tree.root.children) if m != keep and c and c.children
-    )
-    # nodes take no weak references (slots); their boards do
-    grandchildren = [weakref.ref(c.board) for c in dropped.children if c is not None]
-    gone = weakref.ref(dropped.board)
-    del dropped
-    gc.disable()
-    try:
-        tree.advance(keep)
-        assert gone() is None and all(ref() is None for ref in grandchildren)
-    finally:
-        gc.enable()
 
 
 def test_searching_and_playing_leave_no_cycles_to_collect() -> None:
@@ -323,7 +296,7 @@ def test_searching_and_playing_leave_no_cycles_to_collect() -> None:
     game's searches must leave nothing that only the collector could free."""
     import gc
 
-    tree = SearchTree(chess.Board(), SearchConfig(), seed=0)
+    tree = new_tree(chess.Board(), SearchConfig(), seed=0)
     gc.collect()
     gc.disable()
     try:
@@ -334,11 +307,13 @@ def test_searching_and_playing_leave_no_cycles_to_collect() -> None:
         gc.enable()
 
 
-@pytest.mark.parametrize("core", ["native", "python"])
-def test_leaves_count_repetitions_and_history_along_their_path(core: str) -> None:
+@pytest.mark.parametrize(
+    "make, run", [(new_tree, search), (oracle.new_tree, oracle.search)], ids=["native", "oracle"]
+)
+def test_leaves_count_repetitions_and_history_along_their_path(make, run) -> None:
     """Every leaf's repetition count and network input equal a replay of the game and the
     tree's moves down to it (kings shuffling behind locked pawns repeat a lot in the tree),
-    on both search cores."""
+    on the search and on its oracle."""
     submitted: set[bytes] = set()
 
     class Recording(HashEvaluator):
@@ -347,8 +322,8 @@ def test_leaves_count_repetitions_and_history_along_their_path(core: str) -> Non
             return super().evaluation(inp)
 
     history = _history("8/8/3k4/1p1p1p2/1P1P1P2/3K4/8/8 w - - 0 1", ["d3e3", "d6e6"])
-    tree = new_tree(history, quiet(leaves_per_gather=1, core=core), seed=0)
-    search(tree, Recording(), 1500)
+    tree = make(history, quiet(leaves_per_gather=1), seed=0)
+    run(tree, Recording(), 1500)
     checked = repeated = 0
     root = tree.root
     stack = [(root, history)]
@@ -369,7 +344,7 @@ def test_leaves_count_repetitions_and_history_along_their_path(core: str) -> Non
 
 
 def test_follow_keeps_the_tree_along_the_game_and_restarts_otherwise() -> None:
-    tree = SearchTree(chess.Board(), quiet(), seed=0)
+    tree = new_tree(chess.Board(), quiet(), seed=0)
     result = search(tree, HashEvaluator(), 400)
     assert tree.follow(chess.Board()) and tree.result().nodes == result.nodes  # no new moves
     game = chess.Board()
@@ -391,14 +366,14 @@ def test_follow_keeps_the_tree_along_the_game_and_restarts_otherwise() -> None:
 
 
 def test_advance_rejects_illegal_moves() -> None:
-    tree = SearchTree(chess.Board(), quiet(), seed=0)
+    tree = new_tree(chess.Board(), quiet(), seed=0)
     search(tree, UniformEvaluator(), 20)
     with pytest.raises(ValueError):
         tree.advance(chess.Move.from_uci("e2e5"))
 
 
 def test_unbounded_search_stops_on_flag() -> None:
-    tree = SearchTree(chess.Board(), quiet(leaves_per_gather=8), seed=0)
+    tree = new_tree(chess.Board(), quiet(leaves_per_gather=8), seed=0)
     calls = {"n": 0}
 
     def stop() -> bool:
@@ -437,7 +412,7 @@ def _drawn_in_search(start: GameHistory | chess.Board, **config) -> tuple[set[st
     board = start.board if isinstance(start, GameHistory) else start
     moves = board.legal_moves.count()
     # an absolute first-play urgency of 1 tries every unvisited move before any second visit
-    tree = SearchTree(start, quiet(fpu_mode="absolute", fpu_value=1.0, **config))
+    tree = new_tree(start, quiet(fpu_mode="absolute", fpu_value=1.0, **config))
     evaluator = UniformEvaluator(value=0.5)
     result = search(tree, evaluator, moves)
     assert (result.visits == 1).all()
@@ -468,7 +443,7 @@ def test_fifty_move_rule_and_mate_on_the_last_move() -> None:
     assert leaf_status(mate, 0)[:2] == ("checkmate", -1.0)
     assert game_ending(mate, 0) == ("checkmate", 1.0)
     # in search, the clock-ending move is a draw, the mating one a win
-    tree = SearchTree(chess.Board("k7/8/1K6/8/8/8/8/7R w - - 99 80"), quiet(), seed=0)
+    tree = new_tree(chess.Board("k7/8/1K6/8/8/8/8/7R w - - 99 80"), quiet(), seed=0)
     result = search(tree, UniformEvaluator(), 200)
     assert result.best_move == chess.Move.from_uci("h1h8") and result.mate_in == 1
 
@@ -485,47 +460,10 @@ def test_stalemate_and_insufficient_material() -> None:
         "d3e4",
         "e3e4",
     }
-    terminal_root = SearchTree(stalemate, quiet())
+    terminal_root = new_tree(stalemate, quiet())
     result = search(terminal_root, UniformEvaluator(), 10)
     assert terminal_root.finished and result.best_move is None and result.moves == []
     assert result.value == 0.0 and result.mate_in is None and result.pv == []
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(1, 4), st.integers(0, 3), st.integers(-3, 3), st.booleans()),
-        min_size=1,
-        max_size=40,
-    ),
-    st.sampled_from([0.5, 1.0, 2.5]),
-    st.sampled_from([-0.4, 0.0, 0.3]),
-    st.booleans(),
-)
-def test_selection_is_the_argmax_of_the_puct_scores(edges, c_init, fpu, blocking) -> None:
-    """The tree scores only the visited children and the best unvisited one; it must pick
-    what scoring every child picks, ties (lowest slot) and blocked moves included, also
-    when visits change between two selections at the same node."""
-    from frugalzero.search.tree import Node, _puct_slot, _set_priors
-
-    weights = np.array([float(e[0]) for e in edges])
-    node = Node(chess.Board(), -1)
-    _set_priors(node, weights / weights.sum())
-    node.N = [float(e[1]) for e in edges]
-    node.Q = [e[2] / 4 if e[1] else 0.0 for e in edges]
-    node.visited = [s for s, e in enumerate(edges) if e[1]][::-1]
-    node.block = None
-    if blocking and not all(e[3] for e in edges):
-        node.block = np.array([-math.inf if e[3] else 0.0 for e in edges])
-    for _ in range(2):
-        n = float(sum(node.N)) + 1.0
-        scores = puct_scores(node.P, np.array(node.N), np.array(node.Q), n, c_init, 1.0, fpu)
-        expected = int((scores + (node.block if node.block is not None else 0.0)).argmax())
-        assert _puct_slot(node, c_puct(n, c_init, 1.0) * math.sqrt(n), fpu) == expected
-        if node.N[expected] == 0:  # visit it, as the tree does, and select again
-            node.visited.append(expected)
-        node.N[expected] += 1.0
-        node.Q[expected] = 0.25
 
 
 def test_legal_softmax_spreads_each_row_over_its_legal_moves_only():

@@ -9,12 +9,16 @@ import chess
 import numpy as np
 import pytest
 
+import oracle
 from frugalzero.chess.rules import leaf_status
-from frugalzero.search import HashEvaluator, SearchConfig, new_tree, search
-from frugalzero.search.tree import EXPANDED
+from frugalzero.search import SearchConfig, new_tree, search
+from frugalzero.search.native import EXPANDED
+from frugalzero.search.uniform import HashEvaluator
 
-# every oracle here holds both search cores: the native one and its Python reference
-CORES = pytest.mark.parametrize("core", ["native", "python"])
+# every check here holds the search and the tests' oracle, its Python reference, alike
+CORES = pytest.mark.parametrize(
+    "make, run", [(new_tree, search), (oracle.new_tree, oracle.search)], ids=["native", "oracle"]
+)
 
 START = "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
 
@@ -103,13 +107,14 @@ def _input(board: chess.Board):
     return net_input_from_board(board)
 
 
+@pytest.mark.slow
 @CORES
-def test_infinite_nscl_is_plain_puct_exactly(core: str) -> None:
+def test_infinite_nscl_is_plain_puct_exactly(make, run) -> None:
     board = chess.Board(START)
     for seed, noise in ((0, True), (1, False), (2, True)):
-        cfg = SearchConfig(nscl=math.inf, solver=False, root_noise=noise, core=core)
-        tree = new_tree(board, cfg, seed=seed)
-        result = search(tree, HashEvaluator(), 600, in_flight=1)
+        cfg = SearchConfig(nscl=math.inf, solver=False, root_noise=noise)
+        tree = make(board, cfg, seed=seed)
+        result = run(tree, HashEvaluator(), 600, in_flight=1)
         ref = reference_puct(board, HashEvaluator(), 600, cfg, seed)
         assert ref.moves == result.moves
         assert result.visits.tolist() == ref.N
@@ -117,9 +122,9 @@ def test_infinite_nscl_is_plain_puct_exactly(core: str) -> None:
             mine = tree.root.children[slot]
             if child.P is not None:
                 assert mine.N == child.N
-        huge_cfg = SearchConfig(nscl=1e12, solver=False, root_noise=noise, core=core)
-        huge = new_tree(board, huge_cfg, seed=seed)
-        assert np.array_equal(search(huge, HashEvaluator(), 600, in_flight=1).visits, result.visits)
+        huge_cfg = SearchConfig(nscl=1e12, solver=False, root_noise=noise)
+        huge = make(board, huge_cfg, seed=seed)
+        assert np.array_equal(run(huge, HashEvaluator(), 600, in_flight=1).visits, result.visits)
 
 
 def _frozen_nodes(tree):
@@ -134,11 +139,11 @@ def _frozen_nodes(tree):
 
 
 @CORES
-def test_frozen_nodes_follow_the_frozen_distribution(core: str) -> None:
+def test_frozen_nodes_follow_the_frozen_distribution(make, run) -> None:
     nscl = 8
-    config = SearchConfig(nscl=nscl, root_noise=False, core=core)
-    tree = new_tree(chess.Board(START), config, seed=3)
-    search(tree, HashEvaluator(), 4000, in_flight=1)
+    config = SearchConfig(nscl=nscl, root_noise=False)
+    tree = make(chess.Board(START), config, seed=3)
+    run(tree, HashEvaluator(), 4000, in_flight=1)
     chi2 = dof = total = 0.0
     chi2_uniform = 0.0
     frozen = 0
@@ -169,11 +174,11 @@ def test_frozen_nodes_follow_the_frozen_distribution(core: str) -> None:
 
 
 @CORES
-def test_contempt_changes_the_search_and_is_seeded(core: str) -> None:
+def test_contempt_changes_the_search_and_is_seeded(make, run) -> None:
     board = chess.Board(START)
     runs = []
     for nscl in (math.inf, 4, 4):
-        tree = new_tree(board, SearchConfig(nscl=nscl, root_noise=False, core=core), seed=9)
-        runs.append(search(tree, HashEvaluator(), 800, in_flight=1).visits)
+        tree = make(board, SearchConfig(nscl=nscl, root_noise=False), seed=9)
+        runs.append(run(tree, HashEvaluator(), 800, in_flight=1).visits)
     assert not np.array_equal(runs[0], runs[1])
     assert np.array_equal(runs[1], runs[2])

@@ -8,16 +8,9 @@ import pytest
 
 from frugalzero.chess.moves import legal_mask
 from frugalzero.chess.positions import random_boards
-from frugalzero.search import (
-    Evaluation,
-    HashEvaluator,
-    Ready,
-    SearchConfig,
-    SearchTree,
-    UniformEvaluator,
-    search,
-)
+from frugalzero.search import Evaluation, SearchConfig, UniformEvaluator, new_tree, search
 from frugalzero.search import gumbel as gm
+from frugalzero.search.uniform import HashEvaluator, Ready
 
 
 def test_sequential_halving_schedule() -> None:
@@ -64,7 +57,7 @@ def test_completed_q_sigma_and_improved_policy() -> None:
 @pytest.mark.parametrize("sims", [8, 16])
 def test_gumbel_search_returns_legal_move_and_normalised_policy(sims: int) -> None:
     for i, board in enumerate(random_boards(8, seed=21, max_plies=60)):
-        tree = SearchTree(board, SearchConfig(gumbel=True), seed=i)
+        tree = new_tree(board, SearchConfig(gumbel=True), seed=i)
         result = search(tree, HashEvaluator(), sims)
         assert result.simulations == sims or result.mate_in is not None
         assert result.best_move in set(board.legal_moves)
@@ -99,7 +92,7 @@ def test_gumbel_finds_and_targets_the_better_move() -> None:
     good = chess.Move.from_uci("g1f3")
     evaluator = _KnightF3Evaluator()
     # without noise all 20 moves tie on logits; m = 20 considers all of them
-    tree = SearchTree(board, SearchConfig(gumbel=True, gumbel_m=20, gumbel_noise=False), seed=0)
+    tree = new_tree(board, SearchConfig(gumbel=True, gumbel_m=20, gumbel_noise=False), seed=0)
     result = search(tree, evaluator, 40)
     assert result.best_move == good
     assert result.moves[int(np.argmax(result.policy))] == good
@@ -110,8 +103,8 @@ def test_gumbel_noise_is_seeded_and_varies() -> None:
     board = chess.Board()
     picks = set()
     for seed in range(12):
-        first = SearchTree(board, SearchConfig(gumbel=True), seed=seed)
-        second = SearchTree(board, SearchConfig(gumbel=True), seed=seed)
+        first = new_tree(board, SearchConfig(gumbel=True), seed=seed)
+        second = new_tree(board, SearchConfig(gumbel=True), seed=seed)
         move = search(first, UniformEvaluator(), 16).best_move
         assert search(second, UniformEvaluator(), 16).best_move == move
         picks.add(move)
@@ -120,7 +113,7 @@ def test_gumbel_noise_is_seeded_and_varies() -> None:
 
 def test_gumbel_plays_a_mate_it_sees() -> None:
     board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")  # 20 moves, all considered
-    tree = SearchTree(board, SearchConfig(gumbel=True, gumbel_m=32), seed=0)
+    tree = new_tree(board, SearchConfig(gumbel=True, gumbel_m=32), seed=0)
     result = search(tree, UniformEvaluator(), 32)
     assert result.mate_in == 1 and result.simulations <= 20
     after = board.copy()

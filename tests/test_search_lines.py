@@ -10,19 +10,20 @@ import pytest
 
 from frugalzero.search import (
     Evaluation,
-    HashEvaluator,
+    NativeTree,
     SearchConfig,
-    SearchTree,
     UniformEvaluator,
+    new_tree,
     search,
 )
+from frugalzero.search.uniform import HashEvaluator
 
 E4, D4 = chess.Move.from_uci("e2e4"), chess.Move.from_uci("d2d4")
 
 
-def _tree(board: chess.Board | None = None, **settings) -> SearchTree:
+def _tree(board: chess.Board | None = None, **settings) -> NativeTree:
     config = SearchConfig(leaves_per_gather=4, **settings).for_play()
-    return SearchTree(board or chess.Board(), config, seed=0)
+    return new_tree(board or chess.Board(), config, seed=0)
 
 
 def _visited(result) -> set[chess.Move]:

@@ -7,8 +7,8 @@ import time
 
 import chess
 
-from frugalzero.search import HashEvaluator, SearchConfig, new_tree, search
-from frugalzero.search.native import NativeTree
+from frugalzero.search import NativeTree, SearchConfig, new_tree, search
+from frugalzero.search.uniform import HashEvaluator
 
 MB = 1 << 20
 

@@ -1,46 +1,62 @@
-"""The native search core against its Python reference: the same search, move after move.
+"""The native search core against the tests' oracle, its Python reference: the same search, move
+after move.
 
 With a deterministic evaluator (``HashEvaluator``: priors and values fixed per position) both
-cores must give identical visit counts, the same moves, values and PVs to 1e-9, and whole trees
-with the same statistics, under every search setting: PUCT, batched gathers with collisions,
+must give identical visit counts, the same moves, values and PVs to 1e-9, and whole trees with
+the same statistics, under every search setting: PUCT, batched gathers with collisions,
 search-contempt at several N_scl, Gumbel, the solver, tree reuse over a game, repetitions in
 the tree, restricted roots, MultiPV. Root noise draws from the tree's generator at the same
 point in both, so noisy self-play games must also be identical; and, as a test of the
-distributions themselves, independent noisy searches of each core must choose their moves
-alike (a two-sample chi-square).
+distributions themselves, independent noisy searches of each must choose their moves alike (a
+two-sample chi-square). The oracle (``tests/oracle``) runs on its own driver, which schedules
+batches as the product's does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from typing import NamedTuple
 
 import chess
 import numpy as np
 import pytest
 
+import oracle
 from frugalzero import _native
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.positions import random_boards
+from frugalzero.errors import UserError
 from frugalzero.search import (
-    HashEvaluator,
+    NativeTree,
     SearchConfig,
     UniformEvaluator,
     new_tree,
     search,
     search_many,
+    tree_for,
 )
 from frugalzero.search.config import PLAY_SETTINGS
-from frugalzero.search.native import EXPANDED, NativeTree
-from frugalzero.search.tree import IDLE_WALKS
+from frugalzero.search.native import EXPANDED
+from frugalzero.search.uniform import HashEvaluator
 
-CORES = ("python", "native")
+
+class Core(NamedTuple):
+    """One side of the comparison: how it makes trees and runs searches."""
+
+    new_tree: object
+    search: object
+    search_many: object
+
+
+CORES = {
+    "oracle": Core(oracle.new_tree, oracle.search, oracle.search_many),
+    "native": Core(new_tree, search, search_many),
+}
 
 
 def _trees(start, config: SearchConfig, seed: int = 0) -> dict:
-    return {
-        core: new_tree(start, dataclasses.replace(config, core=core), seed=seed) for core in CORES
-    }
+    return {name: core.new_tree(start, config, seed=seed) for name, core in CORES.items()}
 
 
 def _close(a, b, tol: float = 1e-9) -> bool:
@@ -89,19 +105,19 @@ def lockstep(start, config: SearchConfig, sims: int, plies: int, seed=0, in_flig
     for ply in range(plies):
         results = {}
         for core, tree in trees.items():
-            search(tree, HashEvaluator(), sims, in_flight=in_flight)
+            CORES[core].search(tree, HashEvaluator(), sims, in_flight=in_flight)
             results[core] = tree.result(lines)
-        assert_same_result(results["python"], results["native"])
-        compared += assert_same_tree(trees["python"].root, trees["native"].root)
+        assert_same_result(results["oracle"], results["native"])
+        compared += assert_same_tree(trees["oracle"].root, trees["native"].root)
         moves = {core: tree.choose_move(ply) for core, tree in trees.items()}
-        assert moves["python"] == moves["native"]
-        if moves["python"] is None:
+        assert moves["oracle"] == moves["native"]
+        if moves["oracle"] is None:
             break
         for tree in trees.values():
-            tree.advance(moves["python"])
+            tree.advance(moves["oracle"])
         endings = {core: tree.ending() for core, tree in trees.items()}
-        assert endings["python"] == endings["native"]
-        if endings["python"][0] is not None:
+        assert endings["oracle"] == endings["native"]
+        if endings["oracle"][0] is not None:
             break
     return trees, compared
 
@@ -123,6 +139,7 @@ SETTINGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SETTINGS))
 def test_both_cores_play_the_same_game(name: str) -> None:
     config = dataclasses.replace(QUIET, **SETTINGS[name])
@@ -131,13 +148,14 @@ def test_both_cores_play_the_same_game(name: str) -> None:
     assert compared > 300
 
 
+@pytest.mark.slow
 def test_both_cores_agree_where_positions_repeat() -> None:
     """Kings shuffling behind locked pawns: repetitions along the game and the tree paths."""
     history = GameHistory(chess.Board("8/8/3k4/1p1p1p2/1P1P1P2/3K4/8/8 w - - 0 1"))
     for uci in ["d3e3", "d6e6", "e3d3", "e6d6"]:
         history.push(chess.Move.from_uci(uci))
     trees, _ = lockstep(history, QUIET, sims=400, plies=12)
-    assert trees["native"].board.move_stack == trees["python"].board.move_stack
+    assert trees["native"].board.move_stack == trees["oracle"].board.move_stack
 
 
 @pytest.mark.parametrize(
@@ -162,12 +180,13 @@ def test_restricted_roots_and_multipv_agree() -> None:
     trees = _trees(board, QUIET)
     for moves in (allowed, None, allowed[:1]):
         results = {
-            core: search(tree, HashEvaluator(), 200, moves=moves) for core, tree in trees.items()
+            core: CORES[core].search(tree, HashEvaluator(), 200, moves=moves)
+            for core, tree in trees.items()
         }
-        assert_same_result(results["python"], results["native"])
+        assert_same_result(results["oracle"], results["native"])
         lines = {core: tree.result(lines=5) for core, tree in trees.items()}
-        assert_same_result(lines["python"], lines["native"])
-        assert trees["native"].leader() == trees["python"].leader()
+        assert_same_result(lines["oracle"], lines["native"])
+        assert trees["native"].leader() == trees["oracle"].leader()
 
 
 @pytest.mark.parametrize(
@@ -182,13 +201,10 @@ def test_many_trees_in_one_driver_agree(
     boards = random_boards(count, seed=12, max_plies=30)
     config = dataclasses.replace(QUIET, nscl=6, leaves_per_gather=leaves, collisions=collisions)
     results = {}
-    for core in CORES:
-        trees = [
-            new_tree(b, dataclasses.replace(config, core=core), seed=i)
-            for i, b in enumerate(boards)
-        ]
-        results[core] = search_many(trees, HashEvaluator(), 120, groups=groups)
-    for ref, nat in zip(results["python"], results["native"]):
+    for name, core in CORES.items():
+        trees = [core.new_tree(b, config, seed=i) for i, b in enumerate(boards)]
+        results[name] = core.search_many(trees, HashEvaluator(), 120, groups=groups)
+    for ref, nat in zip(results["oracle"], results["native"]):
         assert_same_result(ref, nat)
 
 
@@ -196,9 +212,10 @@ def test_unbounded_searches_stop_alike() -> None:
     trees = _trees(chess.Board(), dataclasses.replace(QUIET, leaves_per_gather=8))
     results = {}
     for core, tree in trees.items():
-        results[core] = search(tree, UniformEvaluator(), 0, stop=lambda t=tree: t.started >= 300)
+        stop = lambda t=tree: t.started >= 300  # noqa: E731
+        results[core] = CORES[core].search(tree, UniformEvaluator(), 0, stop=stop)
         assert tree.in_flight == 0
-    assert_same_result(results["python"], results["native"])
+    assert_same_result(results["oracle"], results["native"])
 
 
 def _forced_repetition() -> GameHistory:
@@ -211,13 +228,12 @@ def _forced_repetition() -> GameHistory:
 
 
 def test_a_search_whose_every_walk_ends_in_a_terminal_still_returns() -> None:
-    assert _native.IDLE_WALKS == IDLE_WALKS
-    for core in ("python", "native"):
-        config = dataclasses.replace(QUIET, core=core)
-        tree = new_tree(_forced_repetition(), config)
+    assert _native.IDLE_WALKS == oracle.IDLE_WALKS
+    for core, (make, run, _) in CORES.items():
+        tree = make(_forced_repetition(), QUIET)
         checks = []
         # unbounded: gather hands control back, so the caller's stop (its clock) is consulted
-        search(
+        run(
             tree,
             UniformEvaluator(),
             0,
@@ -225,25 +241,30 @@ def test_a_search_whose_every_walk_ends_in_a_terminal_still_returns() -> None:
             on_batch=lambda t, seen=checks: seen.append(t.started),
         )
         assert tree.started >= 5000 and checks, core  # progress seen between the idle gathers
-        result = search(new_tree(_forced_repetition(), config), UniformEvaluator(), 3000)
+        result = run(make(_forced_repetition(), QUIET), UniformEvaluator(), 3000)
         assert result.simulations == 3000 and [m.uci() for m in result.moves] == ["b6a5"], core
 
 
-def test_noisy_self_play_games_are_identical() -> None:
-    """Dirichlet noise, temperature sampling and contempt: every random draw the same."""
+@pytest.mark.slow
+def test_noisy_self_play_games_are_identical(monkeypatch) -> None:
+    """Dirichlet noise, temperature sampling and contempt: every random draw the same. The
+    product's self-play plays both: on the oracle, its trees and driver stand in."""
+    from frugalzero.selfplay import game, play
     from frugalzero.selfplay.config import SelfPlayConfig
-    from frugalzero.selfplay.game import game_starts
-    from frugalzero.selfplay.play import play_games
 
     records = {}
-    for core in CORES:
-        search_config = SearchConfig(core=core, simulations=48, nscl=6, temperature_plies=12)
+    for core in ("oracle", "native"):
+        if core == "oracle":
+            monkeypatch.setattr(game, "new_tree", oracle.new_tree)
+            monkeypatch.setattr(play, "Driver", oracle.Driver)
+        search_config = SearchConfig(simulations=48, nscl=6, temperature_plies=12)
         config = SelfPlayConfig(games=3, concurrent=3, search=search_config, max_plies=40, seed=3)
         records[core] = []
-        play_games(HashEvaluator(), game_starts(config), config, records[core].append)
+        play.play_games(HashEvaluator(), game.game_starts(config), config, records[core].append)
         records[core].sort(key=lambda r: r.game_id)
-    assert len(records["native"]) == len(records["python"]) == 3
-    for ref, nat in zip(records["python"], records["native"]):
+        monkeypatch.undo()
+    assert len(records["native"]) == len(records["oracle"]) == 3
+    for ref, nat in zip(records["oracle"], records["native"]):
         assert nat.moves == ref.moves and nat.result == ref.result
         for a, b in zip(ref.targets, nat.targets):
             assert (a is None) == (b is None)
@@ -253,21 +274,21 @@ def test_noisy_self_play_games_are_identical() -> None:
                 assert math.isclose(a.search_value, b.search_value, abs_tol=1e-9)
 
 
+@pytest.mark.slow
 def test_noisy_searches_choose_from_the_same_distribution() -> None:
     """Independent seeds per core (root noise on, sampling at temperature 1): the first
     moves chosen follow one distribution (two-sample chi-square, p > 0.001)."""
     board = random_boards(1, seed=21, max_plies=10)[0]
     config = SearchConfig(simulations=32)
     counts = {}
-    for offset, core in enumerate(CORES):
+    for offset, (core, (make, run, _)) in enumerate(CORES.items()):
         chosen = []
-        seeded = dataclasses.replace(config, core=core)
         for seed in range(200):
-            tree = new_tree(board, seeded, seed=1000 * offset + seed)
-            search(tree, HashEvaluator(), 32)
+            tree = make(board, config, seed=1000 * offset + seed)
+            run(tree, HashEvaluator(), 32)
             chosen.append(tree.choose_move(0).uci())
         counts[core] = chosen
-    moves = sorted(set(counts["python"]) | set(counts["native"]))
+    moves = sorted(set(counts["oracle"]) | set(counts["native"]))
     table = np.array([[c.count(m) for m in moves] for c in counts.values()], dtype=float)
     table = table[:, table.sum(axis=0) >= 5]  # the test needs expected counts >= ~5
     expected = table.sum(axis=1, keepdims=True) * table.sum(axis=0) / table.sum()
@@ -277,27 +298,34 @@ def test_noisy_searches_choose_from_the_same_distribution() -> None:
     assert chi2 < dof + 4.5 * math.sqrt(2 * dof)  # ~p > 0.001 for these dof
 
 
-def test_native_tree_is_the_default_and_rejects_illegal_moves() -> None:
+def test_native_tree_is_the_search_and_rejects_illegal_moves() -> None:
     tree = new_tree(chess.Board(), QUIET)
     assert isinstance(tree, NativeTree)
     search(tree, UniformEvaluator(), 20)
     with pytest.raises(ValueError, match="illegal move e2e5"):
         tree.advance(chess.Move.from_uci("e2e5"))
-    with pytest.raises(Exception, match="core"):
-        SearchConfig(core="cuda")
+    with pytest.raises(TypeError, match="core"):
+        SearchConfig(core="oracle")  # type: ignore[call-arg]
 
 
-def test_positions_the_native_core_refuses_are_searched_on_the_reference() -> None:
-    """python-chess accepts two white kings but calls the board invalid: the native core never
-    sees it, the reference searches it, and a tree that meets it follows on the reference."""
-    from frugalzero.search import SearchTree, tree_for
-
+def test_a_position_the_core_refuses_is_a_one_line_error_naming_it() -> None:
+    """python-chess accepts two white kings but calls the board invalid: the core never sees
+    it, and nothing else searches it in its place: one line says which position and why, and
+    a tree asked to follow a game from it stays where it was."""
     odd = chess.Board("4k3/8/8/8/8/8/8/K3K3 w - - 0 1")
     assert not odd.is_valid()
-    tree = new_tree(odd, QUIET)
-    assert isinstance(tree, SearchTree) and search(tree, UniformEvaluator(), 30).best_move
+    message = (
+        f"position not supported by the search: {odd.fen()} (invalid position (too_many_kings))"
+    )
+    with pytest.raises(UserError) as refused:
+        new_tree(odd, QUIET)
+    assert str(refused.value) == message
     native = new_tree(chess.Board(), QUIET)
-    search(native, UniformEvaluator(), 30)
-    assert isinstance(tree_for(native, odd, QUIET), SearchTree)
+    before = search(native, UniformEvaluator(), 30)
+    with pytest.raises(UserError, match="position not supported by the search: 4k3/"):
+        tree_for(native, GameHistory(odd), QUIET)
+    assert native.board.move_stack == [] and native.result().nodes == before.nodes
+    with pytest.raises(UserError, match="too_many_kings"):
+        tree_for(None, odd, QUIET)
     dirty = chess.Board("4k3/8/8/8/8/8/8/4K3 w KQkq - 0 1")  # rights without rooks: cleaned
     assert isinstance(new_tree(dirty, QUIET), NativeTree)

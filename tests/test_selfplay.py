@@ -17,7 +17,8 @@ from frugalzero.chess.rules import game_ending
 from frugalzero.data.records import GameRecord, PlyTarget, one_hot
 from frugalzero.data.shards import read_shard
 from frugalzero.gamestats import repeated_share_by_ply
-from frugalzero.search import Evaluation, HashEvaluator, Ready, SearchConfig
+from frugalzero.search import Evaluation, SearchConfig
+from frugalzero.search.uniform import HashEvaluator, Ready
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.selfplay.game import GameStart, game_starts
 from frugalzero.selfplay.play import play_games
@@ -263,6 +264,27 @@ def test_cli_selfplay_json_and_shards(tmp_path: Path, tiny_net, capsys) -> None:
     assert "bogus" in capsys.readouterr().err
 
 
+def test_an_opening_the_search_refuses_stops_selfplay_with_one_line(tmp_path, tiny_net, capsys):
+    """A book position python-chess reads but calls invalid (two white kings): the search
+    has nothing to hand it to, so the command says which position and why, on one line."""
+    from frugalzero.cli import main
+    from frugalzero.nn.checkpoint import save_net
+
+    net, book = tmp_path / "tiny.safetensors", tmp_path / "odd.epd"
+    save_net(tiny_net, net)
+    book.write_text('4k3/8/8/8/8/8/8/K3K3 w - - id "two kings";\n')
+    args = ["selfplay", "--net", str(net), "--games", "1", "--out", str(tmp_path / "games")]
+    args += ["--sims", "4", "--openings", str(book), "--set", "evaluator.backend=inline"]
+    assert main([*args, "--set", "evaluator.compile=off"]) == 2
+    err = capsys.readouterr().err
+    (line,) = [line for line in err.splitlines() if "error" in line]  # beside the progress bar
+    fen = "4k3/8/8/8/8/8/8/K3K3 w - - 0 1"
+    reason = "invalid position (too_many_kings)"
+    assert line == f"frugalzero: error: position not supported by the search: {fen} ({reason})"
+    assert "Traceback" not in err
+
+
+@pytest.mark.slow
 def test_two_worker_processes_share_one_inference_process(tmp_path: Path, tiny_net, capsys):
     from frugalzero.cli import main
     from frugalzero.nn.checkpoint import save_net
@@ -296,24 +318,20 @@ def _bench_selfplay(*extra: str) -> dict:
     return result
 
 
-def test_bench_selfplay_measures_both_cores_against_the_net() -> None:
-    result = _bench_selfplay("--backend", "inline", "--core", "native,python")
+@pytest.mark.slow
+def test_bench_selfplay_measures_the_search_against_the_net() -> None:
+    result = _bench_selfplay("--backend", "inline")
     assert result["net_positions_per_s"] > 0 and result["evaluator_positions_per_s"] > 0
-    cores = result["cores"]
-    for figures in cores.values():
-        for key in ("simulations_per_s", "positions_per_s", "client_cpu_us_per_simulation"):
-            assert figures[key] > 0
-        sims_over_net = figures["simulations_per_s"] / result["net_positions_per_s"]
-        assert figures["sims_over_net"] == pytest.approx(sims_over_net, rel=0.02)
-        ratio = figures["positions_per_s"] * 8 / result["evaluator_positions_per_s"]
-        assert figures["ratio"] == pytest.approx(ratio, rel=0.02)
-    speedup = cores["native"]["simulations_per_s"] / cores["python"]["simulations_per_s"]
-    assert result["native_over_python"] == pytest.approx(speedup, rel=0.02)
+    for key in ("simulations_per_s", "positions_per_s", "client_cpu_us_per_simulation"):
+        assert result[key] > 0
+    sims_over_net = result["simulations_per_s"] / result["net_positions_per_s"]
+    assert result["sims_over_net"] == pytest.approx(sims_over_net, rel=0.02)
+    ratio = result["positions_per_s"] * 8 / result["evaluator_positions_per_s"]
+    assert result["ratio"] == pytest.approx(ratio, rel=0.02)
+    assert "cores" not in result and "native_over_python" not in result  # one search now
     # the search alone, on answers that cost nothing: its CPU, and faster than with the net
-    for figures in cores.values():
-        assert figures["search_cpu_us_per_simulation"] > 0
-    native = cores["native"]
-    assert native["simulations_per_s_answers_ready"] > native["simulations_per_s"]
+    assert result["search_cpu_us_per_simulation"] > 0
+    assert result["simulations_per_s_answers_ready"] > result["simulations_per_s"]
 
 
 def test_ready_answers_are_the_nets_own_logits_of_each_rows_moves() -> None:
@@ -344,6 +362,7 @@ def test_ready_answers_are_the_nets_own_logits_of_each_rows_moves() -> None:
     assert ready.spent_s > 0
 
 
+@pytest.mark.slow
 def test_bench_selfplay_measures_worker_layouts_in_one_run() -> None:
     result = _bench_selfplay("--workers", "1,2")
     one, two = result["workers"]["1"], result["workers"]["2"]

@@ -27,9 +27,11 @@ class FirstMoveSearcher:
     def __init__(self) -> None:
         self.requests = []
         self.options = {}
+        self.started = threading.Event()  # a search began: what a test waits on, not a sleep
 
     def search(self, request, stop, info):
         self.requests.append(request)
+        self.started.set()
         if request.infinite:
             stop.wait()
         info(
@@ -94,6 +96,13 @@ class Session:
     def quit(self) -> None:
         self.inp.lines.put("quit")
         self.thread.join(5)
+
+    def searching(self) -> None:
+        """Wait until the last ``go`` was handled (``readyok`` comes only after every command
+        before it) and its search began: then nothing the test sees missing is merely late."""
+        self.inp.lines.put("isready")
+        self.out.wait_count("readyok", self.out.getvalue().count("readyok") + 1)
+        assert self.searcher.started.wait(5), "the search never began"
 
 
 @pytest.fixture()
@@ -183,7 +192,7 @@ def test_stop_after_go_infinite_answers_at_once(session):
     inp, out = session.inp, session.out
     inp.lines.put("position startpos")
     inp.lines.put("go infinite")
-    time.sleep(0.2)
+    session.searching()
     assert "bestmove" not in out.getvalue()
     inp.lines.put("stop")
     out.wait_for("bestmove")
@@ -202,8 +211,9 @@ def test_ponder_then_ponderhit_starts_the_clock_at_ponderhit(session):
     inp, out, searcher = session.inp, session.out, session.searcher
     inp.lines.put("position startpos moves e2e4 e7e5")  # e7e5 is the reply we ponder on
     inp.lines.put("go ponder movetime 400")
-    time.sleep(0.5)  # longer than the move time: pondering is not on the clock
+    session.searching()
     assert "bestmove" not in out.getvalue()
+    # pondering is not on the clock: the search has no budget and ends only on ponderhit/stop
     assert searcher.requests[-1].infinite and searcher.requests[-1].time is None
     inp.lines.put("ponderhit")
     line = out.wait_for("bestmove")
@@ -217,7 +227,7 @@ def test_stop_while_pondering_answers_at_once_with_the_pondered_move(session):
     inp, out, searcher = session.inp, session.out, session.searcher
     inp.lines.put("position startpos")
     inp.lines.put("go ponder wtime 1000 btime 1000")
-    time.sleep(0.2)
+    session.searching()  # the stop comes while pondering, not before the search began
     inp.lines.put("stop")
     assert out.wait_for("bestmove").startswith("bestmove g1h3")
     assert len(searcher.requests) == 1  # no timed search after a stop
@@ -231,7 +241,7 @@ def test_nothing_is_written_after_quit(session):
     inp, out = session.inp, session.out
     inp.lines.put("position startpos")
     inp.lines.put("go infinite")
-    time.sleep(0.1)
+    session.searching()  # quit comes during the search
     session.quit()
     assert not session.thread.is_alive() and "bestmove" not in out.getvalue()
 
@@ -308,10 +318,6 @@ def test_the_end_of_input_answers_a_pending_go():
 class StopOnlySearcher(FirstMoveSearcher):
     """A bounded search that ends only on ``stop`` (a long ``go nodes``, as a slow machine
     makes one): what a command queued behind it must not block."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.started = threading.Event()
 
     def search(self, request, stop, info):
         self.started.set()
@@ -416,3 +422,25 @@ def test_go_infinite_with_nothing_to_search_still_waits_for_stop(session):
         inp.lines.put("stop")
         assert out.wait_count("bestmove", answered + 1)[-1] == "bestmove 0000"
     assert out.getvalue().count("bestmove") == 2
+
+
+class BrokenSearcher(FirstMoveSearcher):
+    """A searcher whose network could not be loaded, known at once."""
+
+    def wait_ready(self):
+        raise ValueError("the network could not be loaded")
+
+
+def test_a_searcher_that_fails_at_once_still_answers_the_uci_read_before_isready():
+    """``uci`` then ``isready`` with a broken network: ``uciok`` first (the GUI sees an engine
+    that started), then the reason, then the end; never a lost ``uciok``. The two commands
+    race (the worker answers ``uci``, the reader ``isready``): tried many times."""
+    for _ in range(30):
+        out = Out()
+        engine = UciEngine(BrokenSearcher(), iter(["uci", "isready", "go nodes 1"]), out)
+        engine.run()
+        lines = out.getvalue().splitlines()
+        assert "uciok" in lines, lines
+        (error,) = [line for line in lines if line.startswith("info string error")]
+        assert lines.index("uciok") < lines.index(error) and "could not be loaded" in error
+        assert "readyok" not in lines and not any(ln.startswith("bestmove") for ln in lines)

@@ -1,5 +1,5 @@
 // Floating-point helpers that add numbers in exactly the order NumPy does, so the native tree
-// and the Python reference (frugalzero.search.tree) agree to the last bit wherever the Python
+// and the Python reference (tests/oracle/tree.py) agree to the last bit wherever the Python
 // side sums an array: the equivalence tests compare visit counts move after move, and one ulp
 // can turn a tie.
 #pragma once

@@ -312,25 +312,7 @@ bool Tree::walk_step(int& leaf) {
     if ((depth & 1) && double(nd->n) > params_.nscl && frozen_ready(node)) {
         slot = sample_frozen(node);
     } else if (params_.gumbel) {
-        if (node == root_) {
-            slot = gumbel_select();
-        } else {
-            std::vector<double> policy = improved_policy(node);
-            const Edge* E = edges_of(node);
-            const Link* L = links_of(node);
-            double total = 0.0;
-            {
-                std::vector<double> visits(nd->count);
-                for (int s = 0; s < nd->count; ++s) visits[size_t(s)] = double(E[s].N);
-                total = pairwise_sum(visits.data(), visits.size());
-            }
-            std::vector<double> scores(nd->count);
-            for (int s = 0; s < nd->count; ++s) {
-                scores[size_t(s)] = policy[size_t(s)] - double(E[s].N) / (1.0 + total);
-                if (nd->has_block && L[s].blocked) scores[size_t(s)] += NEG_INF;
-            }
-            slot = argmax(scores);
-        }
+        slot = node == root_ ? gumbel_select() : gumbel_interior_slot(node);
     } else {
         int n = nd->n;
         double parent_q = nd->w / double(n);
@@ -987,6 +969,27 @@ std::vector<double> Tree::gumbel_scores() const {
     return scores;
 }
 
+// Below the root a Gumbel search picks the move whose improved policy most exceeds its share
+// of the node's visits (the paper's deterministic interior selection).
+int Tree::gumbel_interior_slot(int node) const {
+    const Node* nd = &nodes_[size_t(node)];
+    std::vector<double> policy = improved_policy(node);
+    const Edge* E = edges_of(node);
+    const Link* L = links_of(node);
+    double total = 0.0;
+    {
+        std::vector<double> visits(nd->count);
+        for (int s = 0; s < nd->count; ++s) visits[size_t(s)] = double(E[s].N);
+        total = pairwise_sum(visits.data(), visits.size());
+    }
+    std::vector<double> scores(nd->count);
+    for (int s = 0; s < nd->count; ++s) {
+        scores[size_t(s)] = policy[size_t(s)] - double(E[s].N) / (1.0 + total);
+        if (nd->has_block && L[s].blocked) scores[size_t(s)] += NEG_INF;
+    }
+    return argmax(scores);
+}
+
 int Tree::gumbel_select() {
     Gumbel& g = *gumbel_;
     std::vector<double> scores = gumbel_scores();
@@ -1229,13 +1232,14 @@ ResultData Tree::result(int lines, bool with_pv) const {
         float total = pairwise_sum_f(probs.data(), probs.size());
         for (float& p : probs) p = p / total;
         r.target_probs = std::move(probs);
-        r.best = best_slot();
-        if (r.best >= 0 && lines >= 1) {
-            std::vector<int> slots = {r.best};
+        const int best = best_slot();
+        if (best >= 0) r.best_move = E[best].move;
+        if (best >= 0 && lines >= 1) {
+            std::vector<int> slots = {best};
             if (lines > 1) {
                 for (int s : ranked_slots(root_, !allowed_.empty())) {
                     if (int(slots.size()) >= lines) break;
-                    if (s != r.best) slots.push_back(s);
+                    if (s != best) slots.push_back(s);
                 }
             }
             for (int slot : slots) {
@@ -1253,27 +1257,17 @@ ResultData Tree::result(int lines, bool with_pv) const {
                         line.pv.insert(line.pv.end(), rest.begin(), rest.end());
                     }
                 }
-                line.has_mate = false;
-                line.has_draw = false;
                 if (ch >= 0) {
                     const Node& c = nodes_[size_t(ch)];
-                    if (c.proven) {
-                        line.has_mate = true;
-                        line.mate_in = -c.proven * (c.plies + 1);
-                    } else if (c.state == EXPANDED && !std::isnan(c.draw)) {
-                        line.has_draw = true;
-                        line.draw = c.draw;
-                    }
+                    if (c.proven) line.mate_in = -c.proven * (c.plies + 1);
+                    else if (c.state == EXPANDED && !std::isnan(c.draw)) line.draw = c.draw;
                 }
                 r.lines.push_back(std::move(line));
             }
         }
     }
     r.value = node_q(root_);
-    if (root.proven && root.state != TERMINAL) {
-        r.has_mate = true;
-        r.mate_in = root.proven * root.plies;
-    }
+    if (root.proven && root.state != TERMINAL) r.mate_in = root.proven * root.plies;
     r.nodes = root.n;
     r.depth = max_depth_;
     r.simulations = started_;

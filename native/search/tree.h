@@ -2,7 +2,7 @@
 // the policy temperature, Dirichlet root noise, search-contempt, Gumbel root search, the
 // MCTS-solver, tree reuse and restricted (searchmoves) roots.
 //
-// It is a transcription of the Python reference, frugalzero/search/tree.py, operation for
+// It is a transcription of the Python reference, tests/oracle/tree.py, operation for
 // operation: the same selection rules and tie-breaks, the same floating-point expressions in
 // the same order (NumPy's pairwise sums included, native/search/numeric.h), so that with a
 // deterministic evaluator and no noise both trees give identical visit counts move after move
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -37,7 +38,7 @@ class EvalCache;
 enum NodeState : uint8_t { NEW = 0, PENDING = 1, EXPANDED = 2, TERMINAL = 3 };
 
 // Walks one gather() may spend backing up terminal or proven nodes before it returns, so an
-// unbounded search whose every walk ends in one still hands control back (search/tree.py).
+// unbounded search whose every walk ends in one still hands control back (as the oracle's).
 constexpr int IDLE_WALKS = 1024;
 
 // A node's moves in two parallel arrays: what a walk reads of every move and of the move it
@@ -108,30 +109,46 @@ struct alignas(64) Node {
 };
 static_assert(sizeof(Node) == 64);
 
-// What a search's outcome needs from the root (SearchTree.result()), in arrays.
+// A search's outcome (NativeTree.result()), declared once as X(type, name): the structs below
+// and the binding's dicts are generated from these tables, whose names are those of
+// frugalzero.search.types.RootLine and SearchResult (tests/test_search_seam.py holds them
+// alike). Moves are raw (Move::raw); an empty optional is Python's None. Every field starts
+// value-initialised: empty, zero, none.
+// clang-format off
+#define FZ_ROOT_LINE_FIELDS(X)                                                              \
+    X(uint16_t, move)                                                                       \
+    X(double, visits)                                                                       \
+    X(double, q)                                                                            \
+    X(std::optional<int>, mate_in)                                                          \
+    X(std::optional<double>, draw)                                                          \
+    X(std::vector<uint16_t>, pv)
+
+#define FZ_RESULT_FIELDS(X)                                                                 \
+    X(std::vector<uint16_t>, moves)                                                         \
+    X(std::vector<double>, visits)                                                          \
+    X(std::vector<double>, q)                                                               \
+    X(std::vector<double>, policy)                                                          \
+    X(std::vector<int64_t>, target_indices)                                                 \
+    X(std::vector<float>, target_probs)                                                     \
+    X(double, value)                                                                        \
+    X(std::optional<uint16_t>, best_move)                                                   \
+    X(std::vector<uint16_t>, pv)                                                            \
+    X(std::optional<int>, mate_in)                                                          \
+    X(int, nodes)                                                                           \
+    X(int, depth)                                                                           \
+    X(int64_t, simulations)                                                                 \
+    X(std::vector<RootLineData>, lines)
+// clang-format on
+
+#define FZ_RESULT_MEMBER(type, name) type name{};
 struct RootLineData {
-    uint16_t move;
-    double visits, q;
-    bool has_mate, has_draw;
-    int mate_in;
-    double draw;
-    std::vector<uint16_t> pv;
+    FZ_ROOT_LINE_FIELDS(FZ_RESULT_MEMBER)
 };
 
 struct ResultData {
-    std::vector<uint16_t> moves;
-    std::vector<double> visits, q, policy;
-    std::vector<int64_t> target_indices;
-    std::vector<float> target_probs;
-    double value = 0.0;
-    int best = -1;  // slot of the best move, -1 none
-    std::vector<uint16_t> pv;
-    bool has_mate = false;
-    int mate_in = 0;
-    int nodes = 0, depth = 0;
-    int64_t simulations = 0;
-    std::vector<RootLineData> lines;
+    FZ_RESULT_FIELDS(FZ_RESULT_MEMBER)
 };
+#undef FZ_RESULT_MEMBER
 
 class Tree {
 public:
@@ -265,6 +282,7 @@ private:
     };
     std::vector<double> gumbel_scores() const;
     int gumbel_select();
+    int gumbel_interior_slot(int node) const;
     int gumbel_final() const;
 
     std::vector<double> completed_q(int node, const double* priors) const;

@@ -2,14 +2,21 @@
 // corpus positions (random settings: PUCT, contempt, Gumbel, collisions, restricted roots,
 // noise), driven by random batches of evaluations (random logits, extreme and non-finite
 // ones included, random values), with random advances, releases and reads of the results, and
-// the evaluation cache under random capacities. The Python tests hold the tree to its reference
-// move for move; these hold it to its own invariants while AddressSanitizer and UBSan watch.
+// the evaluation cache under random capacities; and many trees at once through search/many.h,
+// as the driver runs them (one batch gathered from all, the network's outputs applied to all).
+// The Python tests hold the tree to its reference move for move; these hold it to its own
+// invariants while AddressSanitizer and UBSan watch.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "registry.h"
 #include "search/batch.h"
+#include "search/many.h"
 #include "search/tree.h"
 
 using namespace fz;
@@ -51,6 +58,42 @@ float random_logit(test::Context& ctx) {
     }
 }
 
+// A tree on a corpus position a few random plies into a game, with random settings (and a
+// memory limit a third of the time); none when the line is no position.
+std::unique_ptr<Tree> random_tree(test::Context& ctx) {
+    const std::string& line = ctx.corpus[size_t(ctx.below(int(ctx.corpus.size())))];
+    Position position;
+    if (!Position::from_fen(line.substr(0, line.find('\t')), position)) return nullptr;
+    History history(position);
+    Move moves[MAX_MOVES];
+    for (int ply = ctx.below(6); ply > 0; --ply) {  // a game before the root
+        const int n = history.current().legal_moves(moves);
+        if (n == 0) break;
+        history.push(moves[ctx.below(n)]);
+    }
+    auto tree = std::make_unique<Tree>(history, random_params(ctx), ctx.next());
+    if (ctx.below(3) == 0) tree->set_memory_limit(size_t(20000 + ctx.below(400000)));
+    return tree;
+}
+
+// A search of up to ``budget`` simulations, a quarter of the time restricted to some of
+// ``root_moves``, half the time with noise (any positive draws will do for the tree).
+void random_start(test::Context& ctx, Tree& tree, const std::vector<uint16_t>& root_moves, int budget) {
+    std::vector<uint16_t> only;
+    if (!root_moves.empty() && ctx.below(4) == 0)
+        for (uint16_t m : root_moves)
+            if (ctx.below(2)) only.push_back(m);
+    std::vector<double> noise;
+    const int count = tree.root_count();
+    if (count > 0 && ctx.below(2)) {
+        double total = 0.0;
+        for (int i = 0; i < count; ++i) total += (noise.emplace_back(uniform(ctx) + 1e-9));
+        if (!tree.params().gumbel)
+            for (double& x : noise) x /= total;
+    }
+    tree.start(double(1 + ctx.below(budget)), only, noise);
+}
+
 // The statistics every expanded node below the root keeps consistent once nothing is in flight.
 void check_tree(test::Context& ctx, const Tree& tree) {
     std::vector<int> stack = {tree.root()};
@@ -78,6 +121,134 @@ void check_tree(test::Context& ctx, const Tree& tree) {
     }
 }
 
+// A network's outputs for ``batch``'s rows: random logits (a few columns wider than the batch
+// now and then), values (NaN now and then) and WDL rows; the view apply_batch reads.
+struct Outputs {
+    std::vector<float> logits, values, wdl;
+    size_t width = 1;
+    bool has_wdl = false;
+
+    RowOutputs view() const {
+        RowOutputs out;
+        const size_t rows = values.size();
+        out.logits = logits.data();
+        out.logit_rows = rows;
+        out.width = width;
+        out.values = values.data();
+        out.value_rows = rows;
+        if (has_wdl) {
+            out.wdl = wdl.data();
+            out.wdl_rows = rows;
+            out.wdl_columns = 3;
+        }
+        return out;
+    }
+};
+
+Outputs random_outputs(test::Context& ctx, const LeafBatch& batch) {
+    Outputs out;
+    const size_t rows = size_t(batch.rows());
+    out.width = size_t(std::max(1, batch.width() + ctx.below(3)));
+    out.logits.resize(rows * out.width);
+    for (float& x : out.logits) x = random_logit(ctx);
+    for (size_t r = 0; r < rows; ++r)
+        out.values.push_back(ctx.below(50) ? float(2.0 * uniform(ctx) - 1.0)
+                                           : std::numeric_limits<float>::quiet_NaN());
+    out.has_wdl = ctx.below(2) == 0;
+    if (out.has_wdl)
+        for (size_t i = 0; i < rows * 3; ++i) out.wdl.push_back(float(uniform(ctx)));
+    return out;
+}
+
+// apply_batch with outputs that do not fit the batch (or too few trees) must refuse them
+// before touching a tree.
+void check_refused(test::Context& ctx, std::span<Tree* const> trees, const LeafBatch& batch,
+                   const Outputs& good, EvalCache* cache) {
+    RowOutputs bad = good.view();
+    std::span<Tree* const> given = trees;
+    int last_tree = -1;
+    for (int i = 0; i < batch.leaves(); ++i) last_tree = std::max(last_tree, batch.leaf(i).tree);
+    switch (ctx.below(4)) {
+        case 0:
+            if (batch.rows() > 0 && batch.width() > 0) {
+                bad.width = size_t(batch.width() - 1);
+                break;
+            }
+            [[fallthrough]];
+        case 1:
+            bad.wdl = good.values.data();  // any pointer: the shape is what is wrong
+            bad.wdl_rows = size_t(batch.rows());
+            bad.wdl_columns = 2;
+            break;
+        case 2:
+            if (last_tree >= 0) {
+                given = trees.first(size_t(last_tree));
+                break;
+            }
+            [[fallthrough]];
+        default: bad.value_rows += 1;
+    }
+    std::vector<int> in_flight;
+    for (Tree* t : trees) in_flight.push_back(t->in_flight());
+    bool threw = false;
+    try {
+        apply_batch(given, batch, bad, cache);
+    } catch (const std::invalid_argument&) {
+        threw = true;
+    }
+    CHECK(threw);
+    for (size_t i = 0; i < trees.size(); ++i) CHECK(trees[i]->in_flight() == in_flight[i]);
+}
+
+// finished_trees names exactly the trees whose search is complete, in order.
+void check_finished(test::Context& ctx, std::span<Tree* const> trees, const std::vector<int>& done) {
+    size_t at = 0;
+    for (size_t i = 0; i < trees.size(); ++i) {
+        const bool listed = at < done.size() && done[at] == int(i);
+        CHECK(listed == trees[i]->finished());
+        if (listed) ++at;
+    }
+    CHECK(at == done.size());
+}
+
+// The driver's loop over many trees: gather every tree's leaves into one batch, hand the batch
+// random outputs (now and then wrong ones first, which must be refused), until all are done.
+void search_together(test::Context& ctx, std::span<Tree* const> trees, LeafBatch& batch,
+                     EvalCache& cache) {
+    for (int round = 0; round < 400; ++round) {
+        const std::vector<int> done = finished_trees(trees);
+        check_finished(ctx, trees, done);
+        if (done.size() == trees.size()) return;
+        batch.clear();
+        EvalCache* used = ctx.below(2) ? &cache : nullptr;
+        const int gathered = gather_trees(trees, batch, used, ctx.below(8));
+        CHECK(gathered == batch.leaves());
+        std::vector<int> named(trees.size(), 0);  // leaves naming each tree
+        for (int i = 0; i < batch.leaves(); ++i) named[size_t(batch.leaf(i).tree)] += 1;
+        for (size_t i = 0; i < trees.size(); ++i) CHECK(trees[i]->in_flight() == named[i]);
+        const Outputs outputs = random_outputs(ctx, batch);
+        if (ctx.below(8) == 0) check_refused(ctx, trees, batch, outputs, used);
+        apply_batch(trees, batch, outputs.view(), used);
+        for (Tree* t : trees) CHECK(t->in_flight() == 0);
+        if (ctx.below(10) == 0) cache.resize(size_t(ctx.below(3000)));
+    }
+}
+
+// history_rows: one leaf per history, naming it and no node, with its legal moves.
+void check_history_rows(test::Context& ctx, std::span<Tree* const> trees, EvalCache& cache) {
+    std::vector<const History*> histories;
+    for (Tree* t : trees) histories.push_back(&t->history());
+    LeafBatch batch;
+    history_rows(histories, batch, ctx.below(2) ? &cache : nullptr);
+    CHECK(batch.leaves() == int(histories.size()));
+    Move moves[MAX_MOVES];
+    for (int i = 0; i < batch.leaves(); ++i) {
+        const Leaf& leaf = batch.leaf(i);
+        CHECK(leaf.tree == i && leaf.node == -1);
+        CHECK(leaf.count == histories[size_t(i)]->current().legal_moves(moves));
+    }
+}
+
 }  // namespace
 
 FZ_TEST(fuzz_search_trees) {
@@ -86,34 +257,12 @@ FZ_TEST(fuzz_search_trees) {
     EvalCache cache(size_t(1 + ctx.below(4000)));
     LeafBatch batch;
     for (int t = 0; t < trees; ++t) {
-        const std::string& line = ctx.corpus[size_t(ctx.below(int(ctx.corpus.size())))];
-        Position position;
-        if (!Position::from_fen(line.substr(0, line.find('\t')), position)) continue;
-        History history(position);
-        Move moves[MAX_MOVES];
-        for (int ply = ctx.below(6); ply > 0; --ply) {  // a game before the root
-            const int n = history.current().legal_moves(moves);
-            if (n == 0) break;
-            history.push(moves[ctx.below(n)]);
-        }
-        Tree tree(history, random_params(ctx), ctx.next());
-        if (ctx.below(3) == 0) tree.set_memory_limit(size_t(20000 + ctx.below(400000)));
-        const SearchParams& params = tree.params();
+        std::unique_ptr<Tree> made = random_tree(ctx);
+        if (!made) continue;
+        Tree& tree = *made;
         for (int move = 0; move < 4; ++move) {
-            std::vector<uint16_t> only;
             const std::vector<uint16_t> root_moves = tree.root_moves();
-            if (!root_moves.empty() && ctx.below(4) == 0)
-                for (uint16_t m : root_moves)
-                    if (ctx.below(2)) only.push_back(m);
-            std::vector<double> noise;
-            const int count = tree.root_count();
-            if (count > 0 && ctx.below(2)) {  // any positive draws will do for the tree
-                double total = 0.0;
-                for (int i = 0; i < count; ++i) total += (noise.emplace_back(uniform(ctx) + 1e-9));
-                if (!params.gumbel)
-                    for (double& x : noise) x /= total;
-            }
-            tree.start(double(1 + ctx.below(300)), only, noise);
+            random_start(ctx, tree, root_moves, 300);
             for (int round = 0; round < 400 && !tree.finished(); ++round) {
                 batch.clear();
                 EvalCache* used = ctx.below(2) ? &cache : nullptr;
@@ -150,6 +299,8 @@ FZ_TEST(fuzz_search_trees) {
             tree.leader();
             tree.choice_visits();
             const int best = tree.best_slot();
+            CHECK(result.best_move.has_value() == (best >= 0));
+            if (best >= 0) CHECK(*result.best_move == result.moves[size_t(best)]);
             if (best < 0 || ctx.below(8) == 0) break;
             if (ctx.below(6) == 0) {
                 tree.release();
@@ -158,6 +309,37 @@ FZ_TEST(fuzz_search_trees) {
             tree.advance(Move(root_moves.empty() ? result.moves[size_t(best)] : root_moves[size_t(best)]));
             const Status status = tree.root_status(3, true);
             if (status.ending != Ending::NONE) break;
+        }
+    }
+}
+
+// Groups of trees searched together through search/many.h, as the driver does: one batch
+// gathered from all of them, one set of outputs applied to all, then each advances or is
+// released; every tree consistent after each search.
+FZ_TEST(fuzz_many_trees) {
+    if (ctx.corpus.empty()) return;
+    EvalCache cache(size_t(1 + ctx.below(4000)));
+    LeafBatch batch;
+    for (int group = 0; group < 12 * ctx.scale; ++group) {
+        std::vector<std::unique_ptr<Tree>> owned;
+        const int count = 1 + ctx.below(24);
+        while (int(owned.size()) < count)
+            if (std::unique_ptr<Tree> tree = random_tree(ctx)) owned.push_back(std::move(tree));
+        std::vector<Tree*> trees;
+        for (const auto& tree : owned) trees.push_back(tree.get());
+        for (int move = 0; move < 3; ++move) {
+            for (Tree* t : trees) random_start(ctx, *t, t->root_moves(), 200);
+            search_together(ctx, trees, batch, cache);
+            check_history_rows(ctx, trees, cache);
+            for (Tree* t : trees) {
+                check_tree(ctx, *t);
+                const int best = t->best_slot();
+                if (best < 0 || ctx.below(6) == 0) {
+                    t->release();
+                    continue;
+                }
+                t->advance(Move(t->root_moves()[size_t(best)]));
+            }
         }
     }
 }

@@ -221,6 +221,7 @@ def from_dict(cls: type[T], data: dict[str, Any], where: str = "config") -> T:
     finite or out of their field's range name their place (a ``Given`` value, its flag)."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    data = _without_removed(cls, data, where)
     unknown = sorted(set(data) - set(fields))
     if unknown:
         given = data[unknown[0]]
@@ -235,6 +236,22 @@ def from_dict(cls: type[T], data: dict[str, Any], where: str = "config") -> T:
         _not_finite(fields[key], value, place)
         _out_of_range(fields[key], value, place)
     return cls(**kwargs)
+
+
+def _without_removed(cls: type, data: dict[str, Any], where: str) -> dict[str, Any]:
+    """``data`` without the keys ``cls`` no longer has (its ``REMOVED``: key -> (the value
+    that still means what it meant, why the key went)). That value is dropped, so an older
+    run's config loads as it ran; any other is a one-line UserError saying why it is gone,
+    never a silent change of what the run does."""
+    removed = getattr(cls, "REMOVED", {})
+    gone = sorted(set(data) & set(removed))
+    for key in gone:
+        given = data[key]
+        place, value = (given.flag, given.value) if isinstance(given, Given) else (where, given)
+        kept, why = removed[key]
+        if value != kept:
+            raise UserError(f"{place}: {key} = {value!r} is no longer a setting: {why}")
+    return {key: value for key, value in data.items() if key not in gone}
 
 
 def _not_finite(f: dataclasses.Field, value: Any, where: str) -> None:

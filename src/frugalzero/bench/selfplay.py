@@ -1,10 +1,9 @@
-"""Self-play speed on each search core against the bare network, in the same run.
+"""Self-play speed against the bare network, in the same run.
 
-Rounds alternate, in one run: for each search core (``--core native,python``) self-play for a
-few seconds (games continue across rounds), then the references: the bare network on ready
-positions at self-play's batch size with the inference process's threads (``bench nn``'s
-``net_positions_per_s``), and the evaluator streaming distinct positions in batches of that
-size with two in flight. Per core:
+Rounds alternate, in one run: self-play for a few seconds (games continue across rounds), then
+the references: the bare network on ready positions at self-play's batch size with the
+inference process's threads (``bench nn``'s ``net_positions_per_s``), and the evaluator
+streaming distinct positions in batches of that size with two in flight. The figures:
 
 * ``sims_over_net``: simulations per second over the bare network's positions per second. 1.0
   means the search costs nothing beside the network (cache hits can take it above 1);
@@ -20,7 +19,7 @@ size with two in flight. Per core:
 * ``server_overhead_us_per_position``: the inference process's time per position outside the
   network's forward pass (planes, the logits' gather and softmax, shared memory);
 * ``ratio``: positions_per_s * sims_per_move / evaluator_positions_per_s (the old figure, whose
-  reference streams positions built by the same Python as the search).
+  reference streams positions built in Python).
 
 ``--workers 1,2`` measures the multi-process layout instead, each count in turn round by round:
 that many worker processes, each playing ``--games`` games, on one shared inference process
@@ -38,8 +37,6 @@ from typing import Any
 
 from frugalzero.nn.config import ARCHITECTURES
 
-CORES = ("native", "python")
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", default="small", choices=sorted(ARCHITECTURES))
@@ -50,11 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="self-play time per round")
     parser.add_argument("--nscl", type=float, default=float("inf"), help="search-contempt N_scl")
     parser.add_argument("--gumbel", action="store_true", help="Gumbel root search")
-    parser.add_argument(
-        "--core",
-        default="native",
-        help="comma-separated search cores to measure in alternating rounds: native, python",
-    )
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
     parser.add_argument("--backend", default="auto", choices=["auto", "process", "inline"])
@@ -87,29 +79,17 @@ def _starts(seed: int):
         yield GameStart(index, Opening(board.root().fen(), moves, name="random"))
 
 
-def _cores(text: str) -> list[str]:
-    from frugalzero.errors import UserError
-
-    cores = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = [c for c in cores if c not in CORES]
-    if not cores or unknown or len(set(cores)) != len(cores):
-        raise UserError(f"--core: {text!r} is not a list of {', '.join(CORES)}")
-    return cores
-
-
-class _Core:
-    """One search core's self-play, its own evaluator (caches) on the same network; with
-    ``ready``, on that network's answers given at once (``bench.ready.ReadyNet``) instead."""
+class _SelfPlay:
+    """Self-play with its own evaluator (caches) on the network; with ``ready``, on that
+    network's answers given at once (``bench.ready.ReadyNet``) instead."""
 
     def __init__(
-        self, core: str, net, config, evaluator_config, ready: bool = False, pause_s: float = 0.0
+        self, net, config, evaluator_config, ready: bool = False, pause_s: float = 0.0
     ) -> None:
         from frugalzero.bench.ready import ReadyNet
         from frugalzero.nn.evaluator import Evaluator
         from frugalzero.selfplay.play import SelfPlayLoop
 
-        self.core = core
-        config = replace(config, search=replace(config.search, core=core))
         if ready:
             self.evaluator = ReadyNet(
                 net, evaluator_config, evaluator_config.cache_size, pause_s=pause_s
@@ -175,26 +155,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from frugalzero.nn.throughput import BareNet
     from frugalzero.runtime.timing import rate
 
-    cores = _cores(args.core)
     net, config, evaluator_config, stream, batch = _setup(args)
-    runs = [_Core(core, net, config, evaluator_config) for core in cores]
+    play = _SelfPlay(net, config, evaluator_config)
     pause = args.ready_pause / 1000
-    ready = [_Core(core, net, config, evaluator_config, True, pause) for core in cores]
+    ready = _SelfPlay(net, config, evaluator_config, True, pause)
     ready_seconds = min(1.0, args.seconds) if pause <= 0 else args.seconds
     try:
-        first = runs[0].evaluator
-        threads = first.threads
-        bare = BareNet(net, evaluator_config, threads, batch, first.compiled)
+        evaluator = play.evaluator
+        bare = BareNet(net, evaluator_config, evaluator.threads, batch, evaluator.compiled)
         with Evaluator(net, replace(evaluator_config, cache_size=0)) as reference:
 
             def evaluate_stream() -> None:
                 _evaluate_stream(reference, stream)
 
-            for core in runs:  # warm-up: trees grow, the caches fill, the games spread out
-                core.round(args.seconds)
-            for core in ready:
-                core.ready_round(ready_seconds)
-                core.rounds.clear()
+            play.round(args.seconds)  # warm-up: trees grow, the caches fill, games spread out
+            ready.ready_round(ready_seconds)
+            ready.rounds.clear()
             evaluate_stream()
             profiler = None
             if args.profile:
@@ -203,16 +179,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 profiler = cProfile.Profile()
             rounds: dict[str, list[float]] = {"net": [], "eval": []}
             for _ in range(args.rounds):
-                for core in runs:
-                    for key, value in core.round(args.seconds, profiler).items():
-                        core.rounds.setdefault(key, []).append(value)
-                for core in ready:
-                    core.ready_round(ready_seconds)
+                for key, value in play.round(args.seconds, profiler).items():
+                    play.rounds.setdefault(key, []).append(value)
+                ready.ready_round(ready_seconds)
                 rounds["net"].append(bare.positions_per_s())
                 rounds["eval"].append(rate(evaluate_stream, len(stream) * batch, 1.0, warmup=0))
             if profiler is not None:
                 profiler.dump_stats(args.profile)
-        result: dict[str, Any] = {
+        return {
             "arch": args.arch,
             "games": args.games,
             "batch": batch,
@@ -220,38 +194,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "sims_per_move": args.sims,
             "method": config.method,
             "device": _device(evaluator_config),
-            "precision": first.precision,
-            "compiled": first.compiled,
-            "backend": first.backend,
-            "server_threads": threads,
+            "precision": evaluator.precision,
+            "compiled": evaluator.compiled,
+            "backend": evaluator.backend,
+            "server_threads": evaluator.threads,
             "net_positions_per_s": round(median(rounds["net"]), 1),
             "evaluator_positions_per_s": round(median(rounds["eval"]), 1),
-            "cores": {
-                core.core: _core_figures(core, rounds, args.sims, alone)
-                for core, alone in zip(runs, ready)
-            },
+            **_figures(play, rounds, args.sims, ready),
             "rounds": args.rounds,
             "seconds_per_round": args.seconds,
             "ready_pause_ms": args.ready_pause,
         }
-        if len(runs) > 1:
-            a, b = runs[0], runs[1]
-            per_round = [x / y for x, y in zip(a.rounds["sims"], b.rounds["sims"])]
-            result[f"{a.core}_over_{b.core}"] = round(median(per_round), 3)
-        return result
     finally:
-        for core in runs + ready:
-            core.close()
+        play.close()
+        ready.close()
 
 
-def _core_figures(
-    core: _Core, rounds: dict[str, list[float]], sims_per_move: int, ready: _Core
+def _figures(
+    play: _SelfPlay, rounds: dict[str, list[float]], sims_per_move: int, ready: _SelfPlay
 ) -> dict:
     from frugalzero.bench.timing import median
 
-    r = core.rounds
+    r = play.rounds
     sims_per_s = median(r["sims"])
-    evaluator = core.evaluator
+    evaluator = play.evaluator
     hits = evaluator.hits / max(1, evaluator.hits + evaluator.misses)
     served = evaluator.backend == "process"
     return {
@@ -272,7 +238,7 @@ def _core_figures(
         else None,
         "server_cpu_us_per_position": round(1e6 * median(r["server_cpu"]), 2) if served else None,
         "cache_hit_rate": round(hits, 3),
-        "games_finished": core.loop.games,
+        "games_finished": play.loop.games,
     }
 
 
@@ -295,9 +261,7 @@ def _setup(args: argparse.Namespace):
     torch.manual_seed(0)
     net = PolicyValueNet(architecture(args.arch)).eval()
     batch = max(1, args.games // args.groups)
-    search = SearchConfig(
-        simulations=args.sims, nscl=args.nscl, gumbel=args.gumbel, core=_cores(args.core)[0]
-    )
+    search = SearchConfig(simulations=args.sims, nscl=args.nscl, gumbel=args.gumbel)
     evaluator = EvaluatorConfig(
         device=args.device,
         precision=args.precision,
@@ -440,7 +404,6 @@ def run_workers(args: argparse.Namespace) -> dict[str, Any]:
         "sims_per_move": args.sims,
         "method": config.method,
         "device": _device(evaluator_config),
-        "core": config.search.core,
         "evaluator_positions_per_s": round(evaluator_rate, 1),
         "net_batch": merged,
         "net_positions_per_s": round(net_rate, 1),

@@ -20,9 +20,11 @@ from frugalzero.chess.history import GameHistory
 def refusal(board: chess.Board) -> str | None:
     """Why the native core will not take ``board``, on one line (None: it will): a board
     python-chess does not consider valid, a chess960 or variant board, or clocks beyond the
-    core's range. Such a position is searched by the Python reference instead."""
+    core's range. The search refuses such a position by name (``search.native``), never
+    searches it some other way."""
     if board.chess960 or board.uci_variant != "chess":
-        return f"the native core plays standard chess only, not {board.uci_variant}"
+        variant = "chess960" if board.chess960 else board.uci_variant
+        return f"the native core plays standard chess only, not {variant}"
     status = board.status()
     if status != chess.STATUS_VALID:
         problems = ", ".join(flag.name.lower() for flag in chess.Status if flag and flag & status)

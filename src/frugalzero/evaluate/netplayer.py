@@ -35,7 +35,7 @@ from frugalzero.config import from_dict, parse_override
 from frugalzero.errors import UserError
 from frugalzero.evaluate.engines import Played, Player
 from frugalzero.evaluate.specs import EngineSpec, net_file
-from frugalzero.search import Driver, SearchConfig, Tree, tree_for
+from frugalzero.search import Driver, NativeTree, SearchConfig, tree_for
 from frugalzero.search.config import PLAY_SETTINGS
 from frugalzero.values import score_cp, search_score, value_to_cp
 
@@ -53,7 +53,7 @@ def net_configs(spec: EngineSpec, seats: int):
     workers = 0
     for key, text in spec.params.items():
         _, value = parse_override(f"{key}={text}")
-        if key in search_fields:
+        if key in search_fields or key in SearchConfig.REMOVED:  # from_dict judges the latter
             search[key] = value
         elif key in eval_fields:
             evaluator[key] = value
@@ -93,9 +93,9 @@ class SeatTree:
 
     def __init__(self, config: SearchConfig) -> None:
         self.config = config
-        self.tree: Tree | None = None
+        self.tree: NativeTree | None = None
 
-    def tree_for(self, board: chess.Board) -> Tree:
+    def tree_for(self, board: chess.Board) -> NativeTree:
         """This game's tree at ``board``, following the moves played since the last search."""
         self.tree = tree_for(self.tree, board, self.config)
         return self.tree
@@ -106,7 +106,7 @@ class _Request:
     seat: SeatTree
     board: chess.Board
     respond: Callable[[Played | BaseException], None]
-    tree: Tree | None = None
+    tree: NativeTree | None = None
     result: Played | None = None
 
     def on_search_done(self) -> bool:  # the Driver's SearchTask protocol

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from frugalzero.config import bounded, check
 from frugalzero.search.puct import temperature_for_ply
@@ -15,10 +15,15 @@ from frugalzero.search.puct import temperature_for_ply
 class SearchConfig:
     """PUCT MCTS (AlphaZero), search-contempt and Gumbel root search; how moves are chosen."""
 
-    core: Literal["native", "python"] = "native"
-    """The search's implementation: 'native' (C++, frugalzero._native: what every command
-    uses) or 'python' (frugalzero.search.tree, the reference the native core is tested
-    against: the same search, move for move, ~30x slower)."""
+    # keys an older config may hold: the one value that still means what it meant (dropped by
+    # ``frugalzero.config.from_dict``, so an old run's config.toml loads) and why any other
+    # is refused; not a field, so no flag, no docs, never written back
+    REMOVED: ClassVar[dict[str, tuple[object, str]]] = {
+        "core": (
+            "native",
+            "the native core is the only search; the Python tree is now the tests' oracle",
+        ),
+    }
     simulations: int = bounded(800, 1, 10**9)
     """Simulations per move (leaf evaluations or terminal visits; the root's own evaluation is
     not counted). AlphaZero used 800."""
@@ -158,3 +163,17 @@ PLAY_SETTINGS: dict[str, float | bool] = {
 }
 """The one play profile: what playing (matches, the ladder, UCI) changes in a search config:
 batches of one game's leaves, best play, no exploration noise."""
+
+PYTHON_ONLY: dict[str, str] = {
+    "dirichlet_alpha": "the root's Dirichlet noise is drawn in Python (NativeTree.start)",
+    "temperature": "the move is chosen in Python (NativeTree.choose_move)",
+    "temperature_plies": "the move is chosen in Python (NativeTree.choose_move)",
+    "final_temperature": "the move is chosen in Python (NativeTree.choose_move)",
+    "temperature_decay_plies": "the move is chosen in Python (NativeTree.choose_move)",
+    "resign_threshold": "resigning is self-play's rule, read off the search's result",
+    "resign_plies": "resigning is self-play's rule, read off the search's result",
+    "resign_disabled_share": "resigning is self-play's rule, read off the search's result",
+}
+"""The SearchConfig fields the native core never sees, each with why. Every other field is
+copied into the core's ``SearchParams`` (``frugalzero.search.native.search_params``);
+tests/test_search_seam.py fails when a field is in neither, or in both."""

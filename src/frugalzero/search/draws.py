@@ -1,9 +1,10 @@
-"""The uniform draws of search-contempt's sampling, shared by both search cores.
+"""The uniform draws of search-contempt's sampling, shared by the native tree and the tests'
+oracle (the Python tree it was transcribed from).
 
 A frozen node samples its child from a uniform draw. Both trees take those draws from the same
 SplitMix64 stream (``native/search/draws.h`` is its twin), seeded from the tree's NumPy
-generator without advancing it, so the native tree and this reference sample the same children
-and the other random draws (Dirichlet and Gumbel noise, the move choice) stay where they were in
+generator without advancing it, so the native tree and the oracle sample the same children and
+the other random draws (Dirichlet and Gumbel noise, the move choice) stay where they were in
 the generator's stream.
 """
 

@@ -6,9 +6,10 @@ it collects group A's evaluations, expands and backs them up, walks A's trees do
 and submits them, then does the same for B while A's batch is being evaluated, and so on. The
 network waits only when the search is the slower one.
 
-Both search cores run here. Native trees (``frugalzero.search.native``) are walked and fed in
-one call per batch for all of a group's trees, their leaves as NumPy rows; the Python reference
-(``frugalzero.search.tree``) hands out leaf nodes one by one, as it always did.
+The trees are native (``frugalzero.search.native``): a group's trees are walked and fed in one
+call per batch, their leaves as NumPy rows. There is one search; a position the core refuses is
+an ``UnsupportedPosition`` from ``new_tree`` (or ``tree_for``), never a quiet switch to
+something else.
 """
 
 from __future__ import annotations
@@ -20,15 +21,10 @@ from typing import NamedTuple, Protocol
 import chess
 
 from frugalzero import _native
-from frugalzero.chess.history import GameHistory
-from frugalzero.chess.native import game_root, refusal
 from frugalzero.runtime.collector import PausedGC
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.native import NativeTree, rows_for
-from frugalzero.search.tree import SearchTree
 from frugalzero.search.types import Evaluates, SearchResult
-
-Tree = SearchTree | NativeTree
 
 
 def new_tree(
@@ -36,29 +32,22 @@ def new_tree(
     config: SearchConfig | None = None,
     rng=None,
     seed: int | None = None,
-) -> Tree:
-    """A search tree on the core ``config.core`` names: native (the default) or the Python
-    reference, which also takes the positions the native core refuses (python-chess accepts
-    them but calls them invalid: two kings a side, a king in check on the wrong move, ...)."""
-    config = config or SearchConfig()
-    if config.core == "native":
-        board = history.board if isinstance(history, GameHistory) else history
-        if board is None or refusal(game_root(board)) is None:
-            return NativeTree(history, config, rng=rng, seed=seed)
-    return SearchTree(history, config, rng=rng, seed=seed)
+) -> NativeTree:
+    """A search tree for one game (a ``GameHistory``, or a board with its move stack; None: the
+    start position); ``UnsupportedPosition`` (a one-line UserError) for a position the native
+    core refuses (python-chess calls it invalid: two kings a side, a king in check on the
+    wrong move, ...)."""
+    return NativeTree(history, config or SearchConfig(), rng=rng, seed=seed)
 
 
-def tree_for(tree: Tree | None, game, config: SearchConfig, rng=None) -> Tree:
+def tree_for(tree: NativeTree | None, game, config: SearchConfig, rng=None) -> NativeTree:
     """``tree`` brought to ``game`` (the subtree of the position reached kept when ``game``
-    continues the tree's, ``follow``), or a new tree when there is none, or when its core
-    cannot take the game's position."""
-    if tree is not None:
-        try:
-            tree.follow(game)
-            return tree
-        except ValueError:  # a position the native core refuses
-            pass
-    return new_tree(game, config, rng=rng)
+    continues the tree's, ``follow``), or a new tree when there is none. A game the core
+    refuses raises ``UnsupportedPosition`` and leaves ``tree`` as it was."""
+    if tree is None:
+        return new_tree(game, config, rng=rng)
+    tree.follow(game)
+    return tree
 
 
 class SearchTask(Protocol):
@@ -66,13 +55,13 @@ class SearchTask(Protocol):
     (play the move and start the next search, start a new game, ...). Returning False retires
     the slot."""
 
-    tree: Tree
+    tree: NativeTree
 
     def on_search_done(self) -> bool: ...
 
 
 class _OneSearch:
-    def __init__(self, tree: Tree) -> None:
+    def __init__(self, tree: NativeTree) -> None:
         self.tree = tree
 
     def on_search_done(self) -> bool:
@@ -80,21 +69,21 @@ class _OneSearch:
 
 
 def search(
-    tree: Tree,
+    tree: NativeTree,
     evaluator: Evaluates,
     simulations: int | None = None,
     stop: Callable[[], bool] | None = None,
     in_flight: int = 2,
-    on_batch: Callable[[Tree], None] | None = None,
+    on_batch: Callable[[NativeTree], None] | None = None,
     moves: list[chess.Move] | None = None,
 ) -> SearchResult:
     """Run one search on one tree: ``simulations`` (None = the config's; 0 = until ``stop``
     returns True), keeping up to ``in_flight`` batches of ``leaves_per_gather`` leaves in
     flight (virtual loss keeps them apart). ``on_batch`` is called after each applied batch, and
     after each gather that needed no network (progress output, time checks); ``moves``
-    restricts the root (``SearchTree.start``)."""
+    restricts the root (``NativeTree.start``)."""
     tree.start(simulations, moves)
-    batches = _batches_for(tree, evaluator)
+    batches = _Batches(evaluator)
     group = _Group([_OneSearch(tree)])
     queue: deque[_Pending] = deque()
     with PausedGC() as paused:
@@ -120,7 +109,7 @@ def search(
 
 
 def search_many(
-    trees: Sequence[Tree],
+    trees: Sequence[NativeTree],
     evaluator: Evaluates,
     simulations: int | None = None,
     stop: Callable[[], bool] | None = None,
@@ -144,15 +133,11 @@ class Driver:
 
     def run(self, tasks: Sequence[SearchTask], stop: Callable[[], bool] | None = None) -> None:
         """Until every task retires (or ``stop()`` turns True: then the batches in flight are
-        applied and the trees keep their unfinished searches, to be resumed by another run).
-        Native trees run first; the positions the native core refuses, on the reference,
-        after them."""
-        native = [t for t in tasks if isinstance(t.tree, NativeTree)]
-        python = [t for t in tasks if not isinstance(t.tree, NativeTree)]
+        applied and the trees keep their unfinished searches, to be resumed by another run)."""
+        if not tasks:
+            return
         with PausedGC() as paused:
-            for part in (native, python):
-                if part:
-                    self._run(part, stop, paused, _batches_for(part[0].tree, self.evaluator))
+            self._run(tasks, stop, paused, _Batches(self.evaluator))
 
     def _run(self, tasks, stop, paused: PausedGC, batches: _Batches) -> None:
         count = min(self.groups, max(1, len(tasks)))
@@ -177,7 +162,7 @@ class Driver:
                 return
 
 
-# -- batches: how each core's trees are walked, evaluated and backed up ----------------------------
+# -- batches: how the trees are walked, evaluated and backed up ---------------------------------
 
 
 class _Group:
@@ -197,63 +182,18 @@ class _Pending(NamedTuple):
     leaves: int
 
 
-class _Batches(Protocol):
-    def gather(self, group: _Group) -> _Pending | None:
-        """Play the group's tasks whose search is done (``on_search_done``; False retires a
-        task, which leaves ``group.tasks``), walk every tree to its new leaves and submit them
-        as one batch: the batch in flight, or None when there was no leaf."""
-
-    def apply(self, pending: _Pending) -> None:
-        """Back a batch's evaluations up its trees."""
-
-
-def _batches_for(tree: Tree, evaluator: Evaluates) -> _Batches:
-    if isinstance(tree, NativeTree):
-        return _NativeBatches(evaluator)
-    return _ReferenceBatches(evaluator)
-
-
-class _ReferenceBatches:
-    """The reference's trees: leaf nodes one by one, with their ``NetInput``s."""
-
-    def __init__(self, evaluator: Evaluates) -> None:
-        self.evaluator = evaluator
-
-    def gather(self, group: _Group) -> _Pending | None:
-        inputs, leaves, alive = [], [], []
-        for task in group.tasks:
-            tree = task.tree
-            retired = False
-            while tree.finished:
-                if not task.on_search_done():
-                    retired = True
-                    break
-                tree = task.tree
-            if retired:
-                continue
-            alive.append(task)
-            for node in tree.gather():
-                inputs.append(node.inp)
-                leaves.append((tree, node))
-        group.tasks = alive
-        if not inputs:
-            return None
-        return _Pending(self.evaluator.submit(inputs), leaves, len(inputs))
-
-    def apply(self, pending: _Pending) -> None:
-        for (tree, node), evaluation in zip(pending.targets, pending.handle.result()):  # type: ignore[attr-defined]
-            tree.apply(node, evaluation)
-
-
-class _NativeBatches:
-    """Native trees: one call finds the finished searches, one gathers every tree's leaves
-    into a LeafBatch (reused: no allocation a batch), one applies the batch's evaluations."""
+class _Batches:
+    """One call finds the finished searches, one gathers every tree's leaves into a LeafBatch
+    (reused: no allocation a batch), one applies the batch's evaluations."""
 
     def __init__(self, evaluator: Evaluates) -> None:
         self.rows = rows_for(evaluator)
         self._free: list[_native.LeafBatch] = []
 
     def gather(self, group: _Group) -> _Pending | None:
+        """Play the group's tasks whose search is done (``on_search_done``; False retires a
+        task, which leaves ``group.tasks``), walk every tree to its new leaves and submit them
+        as one batch: the batch in flight, or None when there was no leaf."""
         tasks, cores = group.tasks, group.cores
         if cores is None:
             cores = [task.tree.core for task in tasks]
@@ -279,6 +219,7 @@ class _NativeBatches:
         return _Pending(self.rows.submit(batch), (cores, batch), batch.leaves)
 
     def apply(self, pending: _Pending) -> None:
+        """Back a batch's evaluations up its trees."""
         cores, batch = pending.targets  # type: ignore[misc]
         self.rows.apply(pending.handle, cores, batch)
         self._free.append(batch)

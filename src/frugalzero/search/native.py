@@ -1,34 +1,43 @@
-"""The native search core (``native/search``, C++) behind ``SearchTree``'s interface.
+"""The search: one game's tree on the native core (``native/search``, C++).
 
-``NativeTree`` is what ``new_tree`` makes unless ``SearchConfig.core`` is 'python': the same
-search as ``frugalzero.search.tree.SearchTree`` (its reference, held to it move for move by
-tests/test_search_native.py), with the tree, the move generator and the network inputs in C++.
-Its leaves are never Python objects: ``frugalzero.search.driver`` gathers the leaves of many
-trees into one ``LeafBatch`` (NumPy rows of frames, meta and policy indices) and applies the
-network's logits to all of them in one call (``rows``, below).
+``NativeTree`` is what ``new_tree`` makes: the tree, the move generator and the network inputs
+in C++. Its leaves are never Python objects: ``frugalzero.search.driver`` gathers the leaves of
+many trees into one ``LeafBatch`` (NumPy rows of frames, meta and policy indices) and applies
+the network's logits to all of them in one call (``rows``, below). The Python tree it was
+transcribed from is the tests' oracle now (``tests/oracle``), held to it move for move by
+tests/test_search_native.py.
 
 What stays in Python is what happens once per search or per move: the root's Dirichlet or
-Gumbel noise (from the tree's NumPy generator, exactly where the reference draws it), the move
-choice at a temperature, and the results as ``SearchResult``.
+Gumbel noise (from the tree's NumPy generator, where the oracle draws it), the move choice at a
+temperature, and the results as ``SearchResult``. A position the core refuses (python-chess
+calls it invalid, a variant, clocks out of range) is an ``UnsupportedPosition``: there is no
+other search to hand it to.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import chess
 import numpy as np
 
 from frugalzero import _native
 from frugalzero.chess.history import GameHistory, NetInput
-from frugalzero.chess.native import native_history
+from frugalzero.chess.native import game_root, native_history, refusal
 from frugalzero.chess.rules import MATE
+from frugalzero.errors import UserError
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.draws import contempt_seed
 from frugalzero.search.puct import choose_by_visits, dirichlet_noise, legal_softmax
-from frugalzero.search.tree import follow_game
-from frugalzero.search.types import Evaluates, RootLine, SearchResult, SearchTarget
+from frugalzero.search.types import (
+    TARGET_FIELDS,
+    Evaluates,
+    RootLine,
+    SearchResult,
+    SearchTarget,
+)
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 _MOVES: dict[int, chess.Move] = {}  # raw 16-bit moves as python-chess moves, made once each
@@ -47,41 +56,70 @@ def raw_of(move: chess.Move) -> int:
     return move.from_square | move.to_square << 6 | (move.promotion or 0) << 12
 
 
+class UnsupportedPosition(UserError):
+    """A position the native core refuses. The search has no other implementation to hand it
+    to, so it says which position and why, on one line (the CLI prints it; the UCI engine
+    refuses the ``position`` command with it)."""
+
+
+def position_refusal(game: GameHistory | chess.Board | None) -> str | None:
+    """Why the search will not take ``game`` (a board with its move stack, or a GameHistory),
+    on one line naming the position the game starts from; None when it will. The core checks
+    that root (``chess.native.refusal``): the moves played from it are legal."""
+    if game is None:
+        return None
+    root = game_root(game)
+    reason = refusal(root)
+    if reason is None:
+        return None
+    fen = root.fen()
+    return f"position not supported by the search: {fen} ({reason.removesuffix(': ' + fen)})"
+
+
+def follow_game(tree, known: list[chess.Move], root: chess.Board, game) -> bool:
+    """``follow`` for a tree (the oracle's too): ``tree`` played ``known`` from ``root``;
+    ``game`` (a GameHistory or a board with its move stack) is followed with ``tree.advance``
+    when it continues them, else the tree starts afresh (``tree._begin``)."""
+    if tree.in_flight:
+        raise RuntimeError("follow() while leaves are still being evaluated")
+    board = game.board if isinstance(game, GameHistory) else game
+    played = board.move_stack
+    if played[: len(known)] == known and len(played) >= len(known) and board.root() == root:
+        try:
+            for move in played[len(known) :]:
+                tree.advance(move)
+            return True
+        except ValueError:  # a move the tree cannot play: start afresh
+            pass
+    tree._begin(game)
+    return False
+
+
+NATIVE_FROM: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "fpu_absolute": ("fpu_mode", lambda mode: mode == "absolute"),
+    "default_simulations": ("simulations", int),
+}
+"""The core's parameters that are not a SearchConfig field of their own name: the field each
+is made from, and how. Every other parameter is the field of its name, as it is."""
+
+
 def search_params(config: SearchConfig) -> _native.SearchParams:
-    """The native core's copy of a SearchConfig."""
+    """The native core's copy of a SearchConfig: every parameter the core declares
+    (``SearchParams.fields()``, from native/search/params.h), so a parameter added there is
+    copied without a list here to keep (tests/test_search_seam.py holds the two sides alike)."""
     params = _native.SearchParams()
-    for name in (
-        "c_init",
-        "c_base",
-        "fpu_value",
-        "policy_temperature",
-        "root_noise",
-        "dirichlet_epsilon",
-        "nscl",
-        "gumbel",
-        "gumbel_m",
-        "gumbel_noise",
-        "c_visit",
-        "c_scale",
-        "gumbel_rescale",
-        "virtual_loss",
-        "leaves_per_gather",
-        "collisions",
-        "draw_repetitions",
-        "fifty_move_draw",
-        "solver",
-        "reuse_tree",
-    ):
-        setattr(params, name, getattr(config, name))
-    params.fpu_absolute = config.fpu_mode == "absolute"
-    params.default_simulations = config.simulations
+    for name, _type, _default in _native.SearchParams.fields():
+        source, convert = NATIVE_FROM.get(name, (name, None))
+        value = getattr(config, source)
+        setattr(params, name, value if convert is None else convert(value))
     return params
 
 
 class NativeTree:
-    """One game's search on the native core; the interface of ``SearchTree`` (start, finished,
-    advance, follow, result, leader, choose_move, ending), gathered and applied by the driver
-    in batches of many trees."""
+    """One game's search (start, finished, advance, follow, result, leader, choose_move,
+    ending), gathered and applied by the driver in batches of many trees.
+    ``UnsupportedPosition`` for a game the core refuses, here or in ``follow`` (the tree then
+    stays where it was)."""
 
     def __init__(
         self,
@@ -98,9 +136,13 @@ class NativeTree:
 
     def _begin(self, game: GameHistory | chess.Board) -> None:
         board = game.board if isinstance(game, GameHistory) else game
+        reason = position_refusal(board)
+        if reason is not None:
+            raise UnsupportedPosition(reason)
+        history = native_history(board)
         if hasattr(self, "core"):  # a new game continues the contempt draws' stream
             self._draw_seed = self.core.draw_state
-        self.core = _native.Tree(native_history(board), self._params, self._draw_seed)
+        self.core = _native.Tree(history, self._params, self._draw_seed)
         self._noise: np.ndarray | None = None  # drawn by start(), until a search takes it
         self._root_board = board.root()
         self._moves = list(board.move_stack)
@@ -173,14 +215,17 @@ class NativeTree:
 
     # -- a search -----------------------------------------------------------------------------
     def start(self, simulations: int | None = None, moves: list[chess.Move] | None = None) -> None:
-        """Begin a search (``SearchTree.start``). The root's noise is drawn here from the
-        tree's generator: the reference draws the same numbers when it first walks the root."""
+        """Begin a search of ``simulations`` more simulations (None: the config's; 0 or
+        ``math.inf``: until stopped). With ``moves`` it visits only those root moves (illegal
+        ones are ignored; if none is legal, every move is searched). The root's noise is drawn
+        here from the tree's generator: the oracle draws the same numbers when it first walks
+        the root."""
         core, cfg = self.core, self.config
         if core.in_flight:
             raise RuntimeError("start() while leaves are still being evaluated")
         if simulations is None:
             simulations = cfg.simulations
-        # the reference's budget rule: 0 or inf searches until stopped
+        # 0 or inf searches until stopped
         target = 0.0 if simulations in (0, math.inf) else float(int(simulations))
         noise = self._noise
         if noise is None or core.prepared:  # a start() with no search since keeps its draws
@@ -222,32 +267,23 @@ class NativeTree:
     # -- reading the search -------------------------------------------------------------------
     def result(self, lines: int = 1) -> SearchResult:
         """The search's outcome (mid-search: a snapshot), with the ``lines`` best root moves."""
+        # the core's fields are SearchResult's and RootLine's by name (FZ_RESULT_FIELDS); only
+        # its raw moves become python-chess moves
         r = self.core.result(lines)
-        moves = [move_of(m) for m in r["moves"].tolist()]
-        best = r["best"]
-        return SearchResult(
-            moves=moves,
-            visits=r["visits"],
-            q=r["q"],
-            policy=r["policy"],
-            target_indices=r["target_indices"],
-            target_probs=r["target_probs"],
-            value=r["value"],
-            best_move=moves[best] if best >= 0 else None,
-            pv=[move_of(m) for m in r["pv"]],
-            mate_in=r["mate_in"],
-            nodes=r["nodes"],
-            depth=r["depth"],
-            simulations=r["simulations"],
-            lines=[
-                RootLine(move_of(m), visits, q, mate, draw, [move_of(x) for x in pv])
-                for m, visits, q, mate, draw, pv in r["lines"]
-            ],
-        )
+        r["moves"] = [move_of(m) for m in r["moves"].tolist()]
+        r["pv"] = [move_of(m) for m in r["pv"].tolist()]
+        if r["best_move"] is not None:
+            r["best_move"] = move_of(r["best_move"])
+        for line in r["lines"]:
+            line["move"] = move_of(line["move"])
+            line["pv"] = [move_of(m) for m in line["pv"].tolist()]
+        r["lines"] = [RootLine(**line) for line in r["lines"]]
+        return SearchResult(**r)
 
     def training_target(self) -> SearchTarget:
-        """What self-play records of the search (part of ``result()``, without moves or PV)."""
-        return SearchTarget(*self.core.training_target())
+        """What self-play records of the search (part of ``result()``, without the PV)."""
+        r = self.core.result(0, False)
+        return SearchTarget(**{field: r[source] for field, source in TARGET_FIELDS.items()})
 
     def leader(self) -> tuple[chess.Move | None, float]:
         """The most visited root move (the first of equals) and its lead over the runner-up."""
@@ -259,7 +295,9 @@ class NativeTree:
     def choose_move(
         self, ply: int | None = None, temperature: float | None = None
     ) -> chess.Move | None:
-        """The move to play (``SearchTree.choose_move``)."""
+        """The move to play: sampled from the visits at the schedule's temperature for ``ply``
+        (``temperature`` instead of the schedule: UCI's option), never a move proven to lose;
+        at temperature 0, Gumbel, or a proven root, the result's ``best_move``."""
         core, cfg = self.core, self.config
         if core.root_state != EXPANDED:
             return None
@@ -278,8 +316,8 @@ class NativeTree:
 
 
 class NodeView:
-    """A native node seen as the reference's ``Node`` (N, W, Q, P, raw, children, moves, ...):
-    what tests and debugging read; nothing on the search's path uses it."""
+    """A native node with the oracle's ``Node`` names (N, W, Q, P, raw, children, moves,
+    indices, ...): what tests and debugging read; nothing on the search's path uses it."""
 
     def __init__(self, core: _native.Tree, node: int) -> None:
         self._core = core
@@ -297,7 +335,7 @@ class NodeView:
         return [] if self._edges is None else self._edges[key].tolist()
 
     @property
-    def N(self) -> list[float]:  # noqa: N802 - the reference's names
+    def N(self) -> list[float]:  # noqa: N802 - the oracle's names
         return self._edge("N")
 
     @property
@@ -319,6 +357,11 @@ class NodeView:
     @property
     def moves(self) -> list[chess.Move]:
         return [move_of(m) for m in self._edge("move")]
+
+    @property
+    def indices(self) -> np.ndarray:
+        """The moves' policy indices (side to move's view)."""
+        return np.zeros(0, np.int64) if self._edges is None else self._edges["index"]
 
     @property
     def children(self) -> list[NodeView | None] | None:

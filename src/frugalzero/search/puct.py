@@ -32,9 +32,10 @@ def puct_scores(
 ) -> np.ndarray:
     """Q(s,a) + U(s,a) for every child; unvisited children use ``fpu`` as their Q.
 
-    U(s,a) = c(s) * P(s,a) * sqrt(N(s)) / (1 + N(s,a)). The formula's reference: the tree
-    selects one child at a time and only among those that can win (``tree._puct_slot``), and a
-    test holds it to the argmax of these scores.
+    U(s,a) = c(s) * P(s,a) * sqrt(N(s)) / (1 + N(s,a)). The formula's reference: the tests'
+    oracle selects one child at a time and only among those that can win
+    (``tests/oracle/tree.py:_puct_slot``), a test holds it to the argmax of these scores, and
+    the native tree is held to the oracle.
     """
     cs = c_puct(parent_visits, c_init, c_base) * math.sqrt(parent_visits)
     scores = priors * cs / (visits + 1.0)

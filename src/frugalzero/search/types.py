@@ -78,8 +78,19 @@ class SearchTarget(NamedTuple):
     """``SearchResult.q``."""
 
 
+TARGET_FIELDS: dict[str, str] = {
+    "indices": "target_indices",
+    "probs": "target_probs",
+    "value": "value",
+    "q": "q",
+}
+"""Each ``SearchTarget`` field by the ``SearchResult`` field it copies: the native tree builds
+its target from the core's result by these names (tests/test_search_seam.py holds them to
+both tuples)."""
+
+
 class SearchResult(NamedTuple):
-    """One search's outcome (``SearchTree.result()``, ``search(...)``): what every caller reads
+    """One search's outcome (``NativeTree.result()``, ``search(...)``): what every caller reads
     after a search, in one value. Arrays are indexed like ``moves``; values are from the root's
     side to move, in [-1, 1]. A root that was never searched (or has no moves) has empty
     arrays, no best move and no PV."""
@@ -115,5 +126,5 @@ class SearchResult(NamedTuple):
     """Simulations this search started."""
     lines: list[RootLine]
     """The root's best moves as lines, best first: ``best_move``'s, then proven wins, then by
-    visits (ties: higher Q), proven losses last; as many as ``SearchTree.result(lines=k)`` asked
+    visits (ties: higher Q), proven losses last; as many as ``NativeTree.result(lines=k)`` asked
     for (default 1), and only moves this search was allowed to search."""

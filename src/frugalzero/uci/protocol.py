@@ -14,11 +14,11 @@ FEN, an illegal move) is answered with ``info string …`` and ignored; a ``go``
 are dropped or clamped, with an ``info string`` each (``frugalzero.uci.limits``), and the
 ``go`` is searched. No search is unbounded unless told ``go infinite`` or ``go ponder`` (until
 ``stop`` or ``ponderhit``): ``go nodes 0`` searches one node, ``go mate N`` stops at the proven
-mate or after ``MATE_NODES``, ``go mate 0`` is a plain search. A refused ``position`` leaves no
-position (a ``go`` then answers ``bestmove 0000`` with the reason, never a move of the previous
-position). The end of input lets the commands read before it run, then answers a pending
-``go`` before the engine exits, as Stockfish does; ``quit`` ends at once, with nothing more
-written."""
+mate or after ``MATE_NODES``, ``go mate 0`` is a plain search. A refused ``position`` (bad, or
+one the searcher says it cannot search) leaves no position (a ``go`` then answers ``bestmove
+0000`` with the reason, never a move of the previous position). The end of input lets the
+commands read before it run, then answers a pending ``go`` before the engine exits, as
+Stockfish does; ``quit`` ends at once, with nothing more written."""
 
 from __future__ import annotations
 
@@ -90,8 +90,8 @@ def parse_position(tokens: list[str], start: chess.Board) -> tuple[chess.Board, 
 def _clean(board: chess.Board) -> None:
     """What python-chess and Stockfish ignore in a FEN, ignored here too: castling rights
     without their king or rook, an en-passant square no pawn could have made, and move
-    counters past what the native core counts (``MAX_CLOCK``: it would leave the position to
-    the slow Python reference, outside the memory limit)."""
+    counters past what the native core counts (``MAX_CLOCK``: the search would refuse the
+    position)."""
     board.castling_rights = board.clean_castling_rights()
     if board.status() & chess.STATUS_INVALID_EP_SQUARE:
         board.ep_square = None
@@ -132,7 +132,9 @@ class Searcher(Protocol):
 
     def set_option(self, name: str, value: str) -> None: ...
 
-    # optional: ``wait_ready()`` blocks until the searcher can search ('isready' calls it)
+    # optional: ``wait_ready()`` blocks until the searcher can search ('isready' calls it);
+    # ``refusal(history) -> str | None`` names a position it cannot search (``position``
+    # refuses it, as it refuses a bad FEN)
 
 
 @dataclass
@@ -283,10 +285,12 @@ class UciEngine:
         if command == "quit":
             return False
         if command == "isready":
+            # every command before it done (or waiting behind a search) first: a searcher that
+            # fails ends the engine, and 'uci' read before must still have had its 'uciok'
+            with self._progress:
+                self._progress.wait_for(lambda: self._behind or self._handled == self._queued)
             if not self._searcher_ready():
                 return False
-            with self._progress:  # every command before it done, or waiting behind a search
-                self._progress.wait_for(lambda: self._behind or self._handled == self._queued)
             self.send("readyok")
         elif command == "stop":
             self._stop_before(self._read)
@@ -417,6 +421,12 @@ class UciEngine:
         history = GameHistory(board)
         for move in moves:
             history.push(move)
+        refusal = getattr(self.searcher, "refusal", None)
+        reason = refusal(history) if refusal is not None else None
+        if reason is not None:  # refused like a bad FEN: go answers bestmove 0000, saying why
+            self.history = None
+            self.info_string(f"{reason}; no position until the next valid one")
+            return
         self.history = history
 
     def _go(self, args: list[str]) -> None:

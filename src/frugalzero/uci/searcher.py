@@ -31,11 +31,11 @@ from frugalzero.search import (
     RootLine,
     SearchConfig,
     SearchResult,
-    Tree,
     new_tree,
     search,
     tree_for,
 )
+from frugalzero.search.native import position_refusal
 from frugalzero.uci.limits import NODES_MAX
 from frugalzero.uci.protocol import BestMove, Option, SearchRequest
 from frugalzero.uci.timeman import MoveTimer
@@ -126,7 +126,7 @@ class NetSearcher:
         self.cache_size = CACHE_SIZE
         self._applied = (self.threads, self.cache_size)  # what the evaluator runs with
         self.rng = np.random.default_rng(seed)
-        self.tree: Tree | None = None
+        self.tree: NativeTree | None = None
         self.note: str | None = None  # said once the net is loaded: which one plays, and why
         self._evaluator = None
         self._error: BaseException | None = None
@@ -187,6 +187,10 @@ class NetSearcher:
             self._evaluator.close()
 
     # -- Searcher protocol --------------------------------------------------------------------
+    refusal = staticmethod(position_refusal)
+    """Why a position is not searched (None: it is): the one the native core refuses, named
+    on one line; the protocol then refuses the ``position`` command with it."""
+
     def new_game(self) -> None:
         self.tree = None
 
@@ -232,7 +236,7 @@ class NetSearcher:
                 return False  # score to give (the root's own value is none, _line_score)
             return settled.is_set() or (deadline is not None and time.monotonic() >= deadline)
 
-        def on_batch(t: Tree) -> None:
+        def on_batch(t: NativeTree) -> None:
             now = time.monotonic()
             elapsed = now - started
             if timer is not None:
@@ -254,7 +258,7 @@ class NetSearcher:
             result = result._replace(lines=[ln for ln in result.lines if ln.move in moves])
         for line in self._info_lines(result, time.monotonic() - started):
             info(line)
-        if isinstance(tree, NativeTree) and tree.memory_full:
+        if tree.memory_full:
             info(self._memory_note(tree))
         return self._pick(tree, result, request)
 
@@ -290,7 +294,7 @@ class NetSearcher:
             return math.inf
         return request.nodes if request.nodes is not None else self.nodes
 
-    def _tree_for(self, request: SearchRequest) -> Tree:
+    def _tree_for(self, request: SearchRequest) -> NativeTree:
         """The last tree, following the requested game (tree reuse when it continues the
         last one); a new tree after ``ucinewgame`` or a new batch size."""
         config = (
@@ -311,8 +315,6 @@ class NetSearcher:
         """The tree's share of ``RamLimitMb``: what the evaluation cache (bounded by
         ``NNCacheSize``, its tables counted full) leaves of it. A tree already past it (the
         limit lowered, the cache grown) starts afresh."""
-        if not isinstance(self.tree, NativeTree):
-            return  # the Python reference: positions UCI never sends (parse_position)
         cache = self.evaluator.native_cache
         cache_bytes = cache.memory_bytes if cache is not None else 0
         limit = max(self.ram_limit_mb * MB - cache_bytes, MIN_TREE_BYTES)
@@ -330,7 +332,7 @@ class NetSearcher:
             "the search stops growing here"
         )
 
-    def _pick(self, tree: Tree, result: SearchResult, request: SearchRequest) -> BestMove:
+    def _pick(self, tree: NativeTree, result: SearchResult, request: SearchRequest) -> BestMove:
         """The best line's move (with ``Temperature``: the tree's choice at that temperature,
         sampled by visits among the moves not proven to lose), and the reply its line expects."""
         lines = result.lines

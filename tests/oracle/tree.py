@@ -1,27 +1,29 @@
-"""One game's search tree: PUCT MCTS with virtual loss, search-contempt, Gumbel root search, an
+"""The Python search tree: PUCT MCTS with virtual loss, search-contempt, Gumbel root search, an
 MCTS-solver for proven results, and reuse of the subtree of the move played.
+
+It was the product's search until the native core (``native/search``) replaced it; the core is
+a transcription of this file, operation for operation. It stays here, frozen at the features
+it had then, as the tests' oracle: ``tests/test_search_native.py`` plays both in lockstep and
+compares whole trees. Nothing in ``src/`` imports it.
 
 The tree never calls the network itself. ``gather`` walks down to leaves and returns those that
 need an evaluation (each with its ``NetInput``); ``apply`` expands a leaf with the evaluation
 and backs its value up. Terminal leaves and proven nodes are backed up inside ``gather`` at no
-network cost. A driver (``frugalzero.search.driver``) batches the leaves of many trees into one
-evaluator call, which is what keeps a 2-core machine busy.
+network cost. ``oracle.driver`` batches the leaves of many trees into one evaluator call, as
+the product's driver does for native trees.
 
 Edge statistics live on the parent, from its side-to-move view: priors P (NumPy, and as a list),
 visits N, value sums W and means Q (Python lists). Selection reads them one element at a time
 and only where the answer can be: the children visited so far, and the unvisited child with the
-highest prior, which is the best unvisited one (they all share the first-play value). A node has
-~30 children of which a handful are visited, and a NumPy operation on 30 numbers costs what
-~10 Python float operations do: this is ~5x cheaper than scoring every child with NumPy
-(``puct.puct_scores``, the formula's reference, picks the same child, ties included).
+highest prior, which is the best unvisited one (they all share the first-play value).
+``puct.puct_scores``, the formula's reference, picks the same child, ties included.
 
 Each node keeps its board, its 104-byte frame and its repetition count, so a leaf's
 input is built from the tree without replaying the game.
 
 Nodes link only downwards. A walk carries its path (the nodes from the root to the leaf's
 parent), and a leaf waiting for the network keeps that path until its value is backed up. So a
-discarded subtree has no cycles and reference counting frees it the moment it is dropped: no
-walk over it, no work left for Python's cycle collector.
+discarded subtree has no cycles and reference counting frees it the moment it is dropped.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from frugalzero.chess.rules import game_ending, leaf_status
 from frugalzero.search import gumbel as gm
 from frugalzero.search.config import SearchConfig
 from frugalzero.search.draws import Draws, contempt_seed
+from frugalzero.search.native import follow_game
 from frugalzero.search.puct import (
     c_puct,
     choose_by_visits,
@@ -680,25 +683,6 @@ class SearchTree:
         if self._gumbel is not None and self.started > 0:
             return self._gumbel.final(root, self.config)
         return _best_child(root)
-
-
-def follow_game(tree, known: list[chess.Move], root: chess.Board, game) -> bool:
-    """``follow`` for either core: ``tree`` played ``known`` from ``root``; ``game`` (a
-    GameHistory or a board with its move stack) is followed with ``tree.advance`` when it
-    continues them, else the tree starts afresh (``tree._begin``)."""
-    if tree.in_flight:
-        raise RuntimeError("follow() while leaves are still being evaluated")
-    board = game.board if isinstance(game, GameHistory) else game
-    played = board.move_stack
-    if played[: len(known)] == known and len(played) >= len(known) and board.root() == root:
-        try:
-            for move in played[len(known) :]:
-                tree.advance(move)
-            return True
-        except ValueError:  # a move the tree cannot play: start afresh
-            pass
-    tree._begin(game)
-    return False
 
 
 class _GumbelRoot:
