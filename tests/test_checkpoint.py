@@ -96,6 +96,7 @@ def test_truncated_file_is_refused(saved, keep):
         load_net(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["tiny", "attention"])
 def test_wdl_net_round_trips(tmp_path, arch):
     net = PolicyValueNet(architecture(arch, value_head="wdl"))
@@ -104,6 +105,7 @@ def test_wdl_net_round_trips(tmp_path, arch):
     assert meta.architecture.value_head == "wdl" and loaded.config == net.config
 
 
+@pytest.mark.slow
 def test_cli_reports_one_line_not_a_traceback(saved):
     path, _ = saved
     path.write_bytes(path.read_bytes()[:-7])

@@ -209,6 +209,7 @@ def test_damaged_shard_and_bad_game_are_skipped(tmp_path, capsys):
     assert len(got) == 2 * games[0].positions + games[1].positions
 
 
+@pytest.mark.slow
 def test_worker_processes_replay_exactly_what_one_process_does(tmp_path, monkeypatch, capsys):
     from frugalzero.data.batches import pack
     from frugalzero.train import data as train_data

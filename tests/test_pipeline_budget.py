@@ -87,6 +87,7 @@ def test_a_cut_iteration_has_fewer_games_and_steps():
     assert scaled(config, 0.0001).generate.games == 2  # one opening pair at least
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("stockfish")
 def test_a_run_plays_and_trains_the_cut_iteration_and_keeps_its_size(tmp_path, monkeypatch):
     shares = iter([0.5, 0.9])  # the second would be asked only if the first were forgotten
@@ -126,6 +127,7 @@ def test_a_run_plays_and_trains_the_cut_iteration_and_keeps_its_size(tmp_path, m
     assert config.generate.games == 8 and config.train.steps == 4  # the run's config is whole
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("stockfish")
 def test_annealing_over_the_budget_sets_each_rate_by_the_minutes_spent(tmp_path, monkeypatch):
     overrides = [
@@ -164,6 +166,7 @@ def test_annealing_over_the_budget_sets_each_rate_by_the_minutes_spent(tmp_path,
         load_config(RunConfig, "smoke", ["budget.anneal=budget"])
 
 
+@pytest.mark.slow
 def test_filling_the_budget_grows_only_the_last_iterations_training(tmp_path):
     overrides = ["budget.iterations=2", "budget.minutes=10", "budget.fill=true"]
     config = load_config(RunConfig, "smoke", overrides)
@@ -173,10 +176,10 @@ def test_filling_the_budget_grows_only_the_last_iterations_training(tmp_path):
     for iteration, fraction in ((0, 1.0), (1, 1.0), (0, 0.5)):
         loop.state.iteration, loop.state.current = iteration, {"fraction": fraction}
         trainer = loop._trainer_for()
-        assert trainer.seconds_left is not None
-        grows.append(trainer.grow)
+        assert trainer.budget.seconds_left is not None
+        grows.append(trainer.budget.grow)
     assert grows == [False, True, True]  # the first of two is not the last; a cut one is
     loop.config = load_config(RunConfig, "smoke", overrides[:2])
-    assert loop._trainer_for().grow is False
+    assert loop._trainer_for().budget.grow is False
     with pytest.raises(UserError, match="fill needs minutes and fit"):
         load_config(RunConfig, "smoke", ["budget.fill=true"])

@@ -11,14 +11,16 @@ import numpy as np
 import pytest
 import torch
 
+from frugalzero.config import to_dict
 from frugalzero.data.batches import TrainingBatch
 from frugalzero.errors import UserError
 from frugalzero.nn.checkpoint import load_net
 from frugalzero.nn.config import architecture
 from frugalzero.nn.model import PolicyValueNet
-from frugalzero.train.averaging import WeightAverage, recompute_bn
+from frugalzero.train.averaging import WeightAverage, averaged_copy, recompute_bn, recompute_bn_on
 from frugalzero.train.config import TrainConfig, lambda_at
 from frugalzero.train.data import TensorSet
+from frugalzero.train.fit import TrainingBudget
 from frugalzero.train.loss import (
     loss_sums,
     masked_log_softmax,
@@ -29,6 +31,8 @@ from frugalzero.train.loss import (
 )
 from frugalzero.train.metrics import read_metrics
 from frugalzero.train.optim import cosine_lr, main_phase_lr
+from frugalzero.train.progress import Progress, step_plan
+from frugalzero.train.resume import OPERATIONAL, check_resumable
 from frugalzero.train.trainer import Trainer, TrainingInterrupted
 
 NAN = float("nan")
@@ -231,6 +235,40 @@ def test_recompute_bn_gives_the_data_statistics():
     assert not net.training
 
 
+def test_an_averaged_copy_has_the_mean_and_leaves_the_training_net_as_it_was():
+    net, other = tiny(0), tiny(1)
+    average = WeightAverage()
+    average.update(net)
+    average.update(other)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    averaged = averaged_copy(net, average)
+    for (name, a), b, c in zip(
+        averaged.named_parameters(), net.parameters(), other.parameters(), strict=True
+    ):
+        assert torch.allclose(a, (b + c) / 2, atol=1e-6), name
+    for name, value in net.state_dict().items():
+        assert torch.equal(value, before[name]), name
+
+
+def test_batch_norm_is_recomputed_on_each_given_position_once_in_batches():
+    net = tiny(5)
+    x = torch.randn(70, 119, 8, 8) * 3 + 1
+    seen: list[list[int]] = []
+
+    def planes_of(indices: np.ndarray) -> torch.Tensor:
+        seen.append(indices.tolist())
+        return x[indices]
+
+    positions = np.random.default_rng(1).permutation(70)
+    assert recompute_bn_on(net, positions, 32, planes_of, lambda n, p: n(p)) == 70
+    assert [len(s) for s in seen] == [32, 32, 6]
+    assert sum(seen, []) == positions.tolist()
+    with torch.no_grad():  # the plain mean of the batches' means (recompute_bn)
+        means = [net.stem[0][0](x[s]).mean(dim=(0, 2, 3)) for s in seen]
+    assert torch.allclose(net.stem[0][1].running_mean, torch.stack(means).mean(0), atol=1e-4)
+
+
+@pytest.mark.slow
 def test_averaging_network_is_the_mean_of_the_published_nets(tmp_path):
     data, holdout = TensorSet(synthetic(96)), TensorSet(synthetic(40, seed=9))
     trainer = Trainer(config(epochs=1, swa_cycles=1), tiny(), tmp_path, tensorboard=False)
@@ -273,6 +311,7 @@ def test_gradient_accumulation_matches_one_big_batch(tmp_path):
 @pytest.mark.parametrize(
     ("optimizer", "arch"), [("sgd", "tiny"), ("adam", "tiny"), ("sgd", "attention")]
 )
+@pytest.mark.slow
 def test_training_lowers_the_loss_on_a_fixed_batch(tmp_path, optimizer, arch):
     """Memorising 64 one-hot targets: both optimisers, both bodies, far below the start."""
     data = TensorSet(synthetic(64, one_hot=True))
@@ -311,6 +350,33 @@ def _validation(run_dir) -> list[dict]:
     ]
 
 
+def test_a_phase_resumed_at_any_step_reads_the_positions_it_would_have_read():
+    cfg = config(batch_size=16, accumulation=2)
+    full = list(step_plan(cfg, 3, "main", 50, 0, 10))
+    for start in (1, 3, 7):
+        tail = list(step_plan(cfg, 3, "main", 50, start, 10))
+        assert len(tail) == 10 - start
+        for resumed, planned in zip(tail, full[start:], strict=True):
+            assert [m.tolist() for m in resumed] == [m.tolist() for m in planned]
+    # 3 whole batches an epoch (the remainder waits), each split into 2 micro-batches of 8;
+    # an epoch reads 48 different positions, the next epoch in another order
+    assert all(len(step) == 2 and all(len(m) == 8 for m in step) for step in full)
+    epochs = [np.concatenate([m for step in full[e * 3 : e * 3 + 3] for m in step]) for e in (0, 1)]
+    assert all(len(set(e.tolist())) == 48 for e in epochs)
+    assert epochs[0].tolist() != epochs[1].tolist()
+
+
+def test_only_settings_that_leave_the_numbers_alone_may_change_mid_iteration(tmp_path):
+    where = tmp_path / "train_state.json"
+    saved, stopped = to_dict(config()), Progress(iteration=2, phase="swa", step=1)
+    assert OPERATIONAL <= {f.name for f in dataclasses.fields(TrainConfig)}
+    check_resumable(where, saved, config(threads=2, compile="auto", checkpoint_minutes=5), stopped)
+    with pytest.raises(UserError, match="field lr was 0.0 when iteration 2 stopped, now 0.1"):
+        check_resumable(where, saved, config(lr=0.1), stopped)
+    check_resumable(where, saved, config(lr=0.1), Progress(iteration=3))  # between iterations
+
+
+@pytest.mark.slow
 def test_stopped_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     data, holdout = TensorSet(synthetic(80)), TensorSet(synthetic(24, seed=5))
     cfg = config(optimizer="sgd", value_lambda=0.5, log_every=2)
@@ -366,17 +432,25 @@ class _Clock:
         return self.now
 
 
+def _use_clock(monkeypatch, clock: _Clock) -> None:
+    """``clock`` for every training module that reads the time: the step timer's, the metric
+    sums' and the trainer's readings all advance it."""
+    from frugalzero.train import accumulator, fit, trainer
+
+    for module in (accumulator, fit, trainer):
+        monkeypatch.setattr(module, "time", clock)
+
+
+@pytest.mark.slow
 def test_training_is_cut_to_the_seconds_left_and_resumes_at_the_cut_length(tmp_path, monkeypatch):
     """A run on a clock times its first steps and trains only the steps that fit in the
     seconds left, annealing over them; stopped after that, it resumes with the same length
     and ends exactly as if it had not stopped."""
-    import frugalzero.train.trainer as trainer_module
-
     data = TensorSet(synthetic(80))
     cfg = config(steps=400, swa_cycles=0, log_every=1)
     runs = {}
     for name, stop in (("straight", 0), ("resumed", 150)):
-        monkeypatch.setattr(trainer_module, "time", _Clock())
+        _use_clock(monkeypatch, _Clock())
         run_dir = tmp_path / name
 
         def stop_at(t: Trainer, phase: str, step: int, total: int, stop=stop) -> None:
@@ -385,7 +459,7 @@ def test_training_is_cut_to_the_seconds_left_and_resumes_at_the_cut_length(tmp_p
 
         while True:
             trainer = Trainer(cfg, tiny(), run_dir, tensorboard=False, on_step=stop_at)
-            trainer.configure(cfg, None, lambda: 300.0)
+            trainer.configure(cfg, TrainingBudget(seconds_left=lambda: 300.0))
             if trainer.progress.iteration == 1:
                 break
             try:
@@ -403,13 +477,12 @@ def test_training_is_cut_to_the_seconds_left_and_resumes_at_the_cut_length(tmp_p
     assert {**again, "time": 0} == {**fit, "time": 0}
 
 
+@pytest.mark.slow
 def test_training_past_its_time_still_gets_a_quarter_of_its_steps(tmp_path, monkeypatch):
-    import frugalzero.train.trainer as trainer_module
-
-    monkeypatch.setattr(trainer_module, "time", _Clock())
+    _use_clock(monkeypatch, _Clock())
     cfg = config(steps=1000, swa_cycles=0, log_every=50)
     trainer = Trainer(cfg, tiny(), tmp_path, tensorboard=False)
-    trainer.configure(cfg, None, lambda: -30.0)
+    trainer.configure(cfg, TrainingBudget(seconds_left=lambda: -30.0))
     trainer.run_iteration(TensorSet(synthetic(80)))
     fits = read_metrics(tmp_path, "fit")
     assert [f["fitted_steps"] for f in fits] == [250, 250]  # fitted at step 100 and again at 200
@@ -431,17 +504,16 @@ class _SlowingClock(_Clock):
 def _fitted_run(run_dir, monkeypatch, steps: int, budget: float, grow: bool, slow_after=math.inf):
     """A main phase of ``steps`` planned steps on a fake clock with ``budget`` seconds in all;
     returns (fits, the train records, the clock at the end)."""
-    import frugalzero.train.trainer as trainer_module
-
     clock = _SlowingClock(slow_after)
-    monkeypatch.setattr(trainer_module, "time", clock)
+    _use_clock(monkeypatch, clock)
     cfg = config(steps=steps, swa_cycles=0, log_every=1)
     trainer = Trainer(cfg, tiny(), run_dir, tensorboard=False)
-    trainer.configure(cfg, None, lambda: budget - clock.now, grow)
+    trainer.configure(cfg, TrainingBudget(seconds_left=lambda: budget - clock.now, grow=grow))
     trainer.run_iteration(TensorSet(synthetic(80)))
     return read_metrics(run_dir, "fit"), read_metrics(run_dir, "train"), clock.now
 
 
+@pytest.mark.slow
 def test_a_growing_phase_fills_the_seconds_left_and_anneals_over_them(tmp_path, monkeypatch):
     """With ``grow`` a phase planned for 150 steps on a clock with room for ~330 trains ~330,
     the rate annealed over all of them; without it, it trains its 150 (too few to time)."""
@@ -454,6 +526,7 @@ def test_a_growing_phase_fills_the_seconds_left_and_anneals_over_them(tmp_path, 
     assert fits == [] and train[-1]["step"] == 150 and end < 500
 
 
+@pytest.mark.slow
 def test_a_phase_that_slows_down_is_fitted_again_and_still_ends_near_its_time(
     tmp_path, monkeypatch
 ):

@@ -15,6 +15,8 @@ from frugalzero.nn.checkpoint import load_net
 from frugalzero.train.metrics import read_metrics
 from frugalzero.train.trainer import Trainer
 
+pytestmark = pytest.mark.slow  # integration: the whole module runs in `make test` only
+
 SETTINGS = [
     "--set",
     "batch_size=32",

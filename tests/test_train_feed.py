@@ -85,6 +85,7 @@ def test_an_error_while_building_reaches_the_training_thread(positions):
             next(got)
 
 
+@pytest.mark.slow
 def test_prefetching_trains_exactly_as_building_in_the_step(tmp_path, positions):
     """Two iterations with accumulation and SWA: same losses and the same weights."""
     runs = {}
@@ -166,6 +167,7 @@ def test_a_loss_that_is_not_finite_stops_training_and_saves_nothing(tmp_path):
     assert not state.has_state(tmp_path)  # no checkpoint of the diverged weights
 
 
+@pytest.mark.slow
 def test_bench_train_counts_fed_steps_longer_than_its_window(capsys):
     """A step longer than the measurement window (a large net on a CPU) once reported the fed
     rate as 0: every step, the one that crosses the window too, counts."""

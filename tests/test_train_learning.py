@@ -28,6 +28,8 @@ from frugalzero.train.config import TrainConfig
 from frugalzero.train.data import PositionSet
 from frugalzero.train.trainer import Trainer
 
+pytestmark = pytest.mark.slow  # integration: the whole module runs in `make test` only
+
 GAMES = 120
 
 

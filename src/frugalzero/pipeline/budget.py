@@ -6,16 +6,20 @@ full one still fits in the minutes left, from what the finished iterations cost:
 training scale with the iteration's games and steps, its evaluation matches do not, and the final
 matches after the last iteration are set aside. The answer is kept in the run's state, so a
 killed iteration resumes at the same size.
+
+Within an iteration the trainer fits its own steps to the seconds left (``frugalzero.train.fit``);
+what the run asks of it, from its budget, is ``training_budget``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.state import IterationRecord
+from frugalzero.train.fit import TrainingBudget
 
 EVALUATION_RESERVE_S = 60.0
 """Seconds kept for an iteration's evaluation and the final matches before any iteration has
@@ -50,6 +54,27 @@ def training_seconds_left(
     is measured on finished iterations, else ``EVALUATION_RESERVE_S``."""
     reserve = sum(_evaluation_reserve(config, finished)) if finished else EVALUATION_RESERVE_S
     return config.budget.minutes * 60 - elapsed_s - reserve
+
+
+def training_budget(
+    config: RunConfig,
+    elapsed: Callable[[], float],
+    finished: Sequence[IterationRecord],
+    last_iteration: bool,
+) -> TrainingBudget:
+    """What the run asks of the trainer's iteration, given the run's ``elapsed`` seconds: with
+    ``anneal = "budget"`` the share of the minutes spent (one cosine over the run); with
+    ``minutes`` and ``fit`` the seconds training may still take (``training_seconds_left``),
+    and with ``fill`` on the run's last iteration, leave to grow past its steps to fill them."""
+    budget = config.budget
+    run_progress = seconds_left = None
+    if budget.anneal == "budget":
+        span = budget.minutes * 60
+        run_progress = lambda: elapsed() / span  # noqa: E731
+    if budget.minutes and budget.fit:
+        seconds_left = lambda: training_seconds_left(config, elapsed(), finished)  # noqa: E731
+    grow = budget.fill and last_iteration
+    return TrainingBudget(run_progress=run_progress, seconds_left=seconds_left, grow=grow)
 
 
 def _evaluation_reserve(

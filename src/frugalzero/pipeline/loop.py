@@ -28,7 +28,7 @@ from frugalzero.layout import INITIAL_NET, RunLayout
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
 from frugalzero.output import to_json
 from frugalzero.pipeline.assess import evaluate_iteration, final_matches, rate_iterations
-from frugalzero.pipeline.budget import fraction_left, scaled, training_seconds_left
+from frugalzero.pipeline.budget import fraction_left, scaled, training_budget
 from frugalzero.pipeline.clock import RunClock, step_key
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.generate import generate
@@ -180,17 +180,10 @@ class RunLoop:
 
             net, meta = load_net(self.dir / INITIAL_NET)
             self._trainer = Trainer(train, net, self.layout.train, parent=meta.net_id)
-        budget, run_progress, seconds_left = self.config.budget, None, None
-        if budget.anneal == "budget":
-            span = budget.minutes * 60
-            run_progress = lambda: self.elapsed() / span  # noqa: E731
-        if budget.minutes and budget.fit:
-            finished = self.state.iterations
-            seconds_left = lambda: training_seconds_left(  # noqa: E731
-                self.config, self.elapsed(), finished
-            )
-        grow = budget.fill and self._last_iteration()
-        self._trainer.configure(train, run_progress, seconds_left, grow)
+        budget = training_budget(
+            self.config, self.elapsed, self.state.iterations, self._last_iteration()
+        )
+        self._trainer.configure(train, budget)
         return self._trainer
 
     def _last_iteration(self) -> bool:

@@ -9,10 +9,15 @@ averaged network (a cumulative mean over the batches, not an exponential one).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import copy
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
+import numpy as np
 import torch
 from torch import nn
+
+M = TypeVar("M", bound=nn.Module)
 
 
 class WeightAverage:
@@ -52,6 +57,14 @@ class WeightAverage:
         return avg
 
 
+def averaged_copy(net: M, average: WeightAverage) -> M:
+    """A copy of ``net`` with ``average``'s weights (its batch norm still ``net``'s: recompute
+    it), leaving ``net`` to train on."""
+    averaged = copy.deepcopy(net)
+    average.apply_to(averaged)
+    return averaged
+
+
 def recompute_bn(
     net: nn.Module,
     batches: Iterable[torch.Tensor],
@@ -79,3 +92,22 @@ def recompute_bn(
         m.momentum = momentum
     net.eval()
     return seen
+
+
+def recompute_bn_on(
+    net: nn.Module,
+    positions: np.ndarray,
+    batch_size: int,
+    planes_of: Callable[[np.ndarray], torch.Tensor],
+    forward: Callable[[nn.Module, torch.Tensor], object],
+) -> int:
+    """``recompute_bn`` over ``positions`` in batches of at most ``batch_size``, each batch's
+    input planes made by ``planes_of`` only when it is its turn (a whole epoch's planes would
+    not fit in memory)."""
+    step = min(batch_size, len(positions))
+
+    def planes() -> Iterator[torch.Tensor]:
+        for i in range(0, len(positions), step):
+            yield planes_of(positions[i : i + step])
+
+    return recompute_bn(net, planes(), forward)

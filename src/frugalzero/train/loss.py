@@ -151,6 +151,16 @@ class LossSums:
         """The loss to differentiate: per-position mean over ``denominator`` positions."""
         return (self.policy + value_weight * self.value) / denominator
 
+    def __add__(self, other: LossSums) -> LossSums:
+        """The sums of both batches (a step's micro-batches add up to the step's sums)."""
+        return LossSums(
+            policy=self.policy + other.policy,
+            value=self.value + other.value,
+            value_count=self.value_count + other.value_count,
+            top1=self.top1 + other.top1,
+            count=self.count + other.count,
+        )
+
 
 def loss_sums(
     policy_logits: torch.Tensor,

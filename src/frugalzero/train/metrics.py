@@ -1,7 +1,7 @@
 """Training metrics: one JSON object per line in ``metrics.jsonl``, mirrored to TensorBoard.
 
-Every record carries its ``kind`` ('train', 'swa', 'validation', 'iteration'), iteration and
-optimiser step. A resumed run first cuts the file back to the lines its checkpoint had seen
+Every record carries its ``kind`` ('train', 'swa', 'fit', 'validation', 'iteration'), iteration
+and optimiser step. A resumed run first cuts the file back to the lines its checkpoint had seen
 (and TensorBoard purges events past the checkpoint's step), so redone steps are not logged
 twice.
 """

@@ -10,21 +10,22 @@ An iteration runs in phases, each of which can also be called on its own:
    published nets, batch norm recomputed) is written to ``average.safetensors``;
 5. ``validate``: both nets on the fixed validation set (policy loss, value loss, top-1).
 
-Everything a continuation needs is checkpointed in the run directory (``state.py``): weights,
-optimiser moments, weight averages, RNG states, the phase and step reached, and the metric
+This module orchestrates; each concern is a module of its own: the optimiser step (``step``,
+rates in ``optim``), where training stands and its data order (``progress``), weight averages
+and batch norm (``averaging``), the checkpoint (``resume``, file format ``state``), training on
+a clock (``fit``), the metric sums (``accumulator``) and validation (``validation``).
+
+Everything a continuation needs is checkpointed in the run directory: weights, optimiser
+moments, weight averages, RNG states, the phase and step reached, and the metric
 accumulators. The data order is a function of (seed, iteration, phase, epoch), so a run
 stopped anywhere and resumed takes the same steps, with the same losses, as one that was not.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import math
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,54 +37,36 @@ from frugalzero.data.batches import TrainingBatch
 from frugalzero.errors import UserError
 from frugalzero.layout import AVERAGE, NET, TRAIN_CONFIG
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
-from frugalzero.nn.config import NetConfig
-from frugalzero.nn.model import PolicyValueNet, value_from_output
-from frugalzero.runtime.device import (
-    autocast,
-    compile_module,
-    cuda_kernels,
-    place,
-    resolve_device,
-    resolve_precision,
-    set_threads,
-)
+from frugalzero.nn.model import PolicyValueNet
 from frugalzero.runtime.files import atomic_write_text
 from frugalzero.train import state as st
-from frugalzero.train.averaging import WeightAverage, recompute_bn
+from frugalzero.train.accumulator import LossAccumulator
+from frugalzero.train.averaging import WeightAverage, averaged_copy, recompute_bn_on
 from frugalzero.train.config import TrainConfig, lambda_at
 from frugalzero.train.data import SampleSet
 from frugalzero.train.feed import BatchFeed, auto_prefetch, make_batch
-from frugalzero.train.loss import LossSums, l2_term, loss_sums, pick_value, value_target
+from frugalzero.train.fit import StepTimer, TrainingBudget, fitted_steps, next_stop
+from frugalzero.train.loss import LossSums, l2_term
 from frugalzero.train.metrics import MetricsLog, read_metrics
-from frugalzero.train.optim import (
-    kernels,
-    main_phase_lr,
-    make_optimizer,
-    set_lr,
-    skip_if_not_finite,
+from frugalzero.train.optim import main_phase_lr
+from frugalzero.train.progress import (
+    Progress,
+    bn_positions,
+    main_steps,
+    mid_iteration,
+    passed,
+    step_plan,
+    steps_per_epoch,
 )
-
-PHASES = ("main", "swa", "publish", "average", "validate")
-FIT_PROBE_STEPS = 100
-"""Main-phase steps timed before the phase is cut to fit a time limit."""
-FIT_SKIP_STEPS = 10
-"""Of those, the first ones not timed (allocations, compilation, caches warming up)."""
-FIT_SEGMENTS = 8
-"""After the first fit, the phase is timed and fitted again every this share of its length."""
-FIT_MIN_SHARE = 0.25
-"""A phase is never cut below this share of its steps: a net trained less would be of no use
-to anyone, so a run whose data ran late ends late instead."""
-_PHASE_SEED = {"main": 0, "swa": 1, "bn": 2}
-# fields that may differ when resuming in the middle of an iteration: they change speed or
-# bookkeeping, never the numbers
-_OPERATIONAL = {
-    "threads",
-    "checkpoint_minutes",
-    "compile",
-    "device",
-    "keep_iteration_nets",
-    "prefetch",
-}
+from frugalzero.train.progress import phase_order as phase_order  # re-exported
+from frugalzero.train.resume import (
+    Checkpointed,
+    check_resumable,
+    restore_checkpoint,
+    save_checkpoint,
+)
+from frugalzero.train.step import Stepper, not_finite, training_device
+from frugalzero.train.validation import evaluate_net
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -93,92 +76,6 @@ class TrainingInterrupted(KeyboardInterrupt):
 class TrainingDiverged(UserError):
     """The loss or the weights stopped being finite: training stops before anything is
     written (no checkpoint, no net), so the last checkpoint holds the last good weights."""
-
-
-@dataclass
-class Progress:
-    """Where training stands (saved in every checkpoint)."""
-
-    iteration: int = 0
-    """Iterations completed."""
-    phase: str = "main"
-    """Phase of the current iteration (one of PHASES)."""
-    step: int = 0
-    """Optimiser steps done in the current phase."""
-    global_step: int = 0
-    """Optimiser steps ever."""
-    swa_count: int = 0
-    """SWA cycles averaged so far in this iteration."""
-    average_count: int = 0
-    """Published nets folded into the averaging network."""
-    data_size: int = 0
-    """Training positions of the current iteration (checked when resuming)."""
-    data_fingerprint: str = ""
-    """Identity of the current iteration's training data (checked when resuming)."""
-    metrics_lines: int = 0
-    """Records in metrics.jsonl when this state was saved."""
-    parent: str = ""
-    """net_id of the last published net (the next one's parent)."""
-    skipped_steps: int = 0
-    """Steps whose gradient was not finite and were skipped."""
-    main_total: int = 0
-    """Main-phase steps of the current iteration once fitted to a time limit (0 = not
-    fitted yet, or no limit): a resumed iteration keeps the length it was given."""
-
-
-def steps_per_epoch(size: int, batch_size: int) -> int:
-    """Whole batches per pass (the remainder waits for the next epoch's shuffle)."""
-    return max(1, size // batch_size)
-
-
-def phase_order(seed: int, iteration: int, phase: str, epoch: int, size: int) -> np.ndarray:
-    """The data order of one epoch: a function of its coordinates only (exact resume)."""
-    return np.random.default_rng([seed, iteration, _PHASE_SEED[phase], epoch]).permutation(size)
-
-
-class _Accumulator:
-    """Loss sums between two metric records, kept as tensors (no sync per step)."""
-
-    KEYS = ("policy", "value", "value_count", "top1", "count", "grad_norm", "steps")
-
-    def __init__(self, device: torch.device, value_weight: float = 1.0) -> None:
-        self.device = device
-        self.value_weight = value_weight
-        self.reset()
-
-    def reset(self) -> None:
-        self.sums = {k: torch.zeros((), dtype=torch.float64, device=self.device) for k in self.KEYS}
-        self.started = time.perf_counter()
-
-    def add(self, sums: LossSums, grad_norm: torch.Tensor) -> None:
-        s = self.sums
-        s["policy"] += sums.policy.detach().double()
-        s["value"] += sums.value.detach().double()
-        s["value_count"] += sums.value_count.double()
-        s["top1"] += sums.top1.double()
-        s["count"] += sums.count
-        s["grad_norm"] += grad_norm.detach().double()
-        s["steps"] += 1
-
-    def record(self) -> dict[str, float]:
-        v = {k: float(t) for k, t in self.sums.items()}
-        n = max(v["count"], 1.0)
-        elapsed = time.perf_counter() - self.started
-        return {
-            "loss": (v["policy"] + self.value_weight * v["value"]) / n,
-            "policy_loss": v["policy"] / n,
-            "value_loss": v["value"] / max(v["value_count"], 1.0),
-            "top1": v["top1"] / n,
-            "grad_norm": v["grad_norm"] / max(v["steps"], 1.0),
-            "samples_per_s": v["count"] / elapsed if elapsed > 0 else 0.0,
-        }
-
-    def tensors(self, prefix: str) -> dict[str, torch.Tensor]:
-        return {f"{prefix}{k}": t.cpu() for k, t in self.sums.items()}
-
-    def load(self, tensors: dict[str, torch.Tensor], prefix: str) -> None:
-        for k in self.KEYS:
-            self.sums[k] = tensors[f"{prefix}{k}"].to(self.device)
 
 
 class Trainer:
@@ -196,18 +93,10 @@ class Trainer:
         self.config = config
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.device = resolve_device(config.device, "train config")
-        self.precision, self.dtype = resolve_precision(config.precision, self.device, training=True)
-        if self.precision == "fp16" and self.device.type != "cuda":
-            raise UserError("train config: precision fp16 needs CUDA (loss scaling); use bf16")
-        set_threads(config.threads, self.device)
-        if self.device.type == "cuda":
-            cuda_kernels(config.deterministic)
-        self.head = net.config.value_head
-        self.net = place(net, self.device, config.channels_last)
-        self.optimizer = make_optimizer(self.net, config)
-        fp16_cuda = self.precision == "fp16" and self.device.type == "cuda"
-        self.scaler = torch.amp.GradScaler("cuda") if fp16_cuda else None
+        self.device, self.precision, self.dtype = training_device(config)
+        self.stepper = Stepper(config, net, self.device, self.precision, self.dtype)
+        self.head = self.stepper.head
+        self.net = self.stepper.net
         self.metrics = MetricsLog(self.run_dir, tensorboard=tensorboard)
         self.progress = Progress(parent=parent)
         self.average = WeightAverage()
@@ -215,19 +104,10 @@ class Trainer:
         self.average_net: PolicyValueNet | None = None
         self.on_step = on_step
         self.stop_requested = False
-        self.run_progress: Callable[[], float] | None = None
-        """The share of a run's budget spent so far, for a run that anneals once over it
-        (``configure``): it places each main-phase step on the cosine instead of the phase's
-        own steps."""
-        self.seconds_left: Callable[[], float] | None = None
-        """For a run on a clock (``configure``), the seconds its training may still take."""
-        self.grow = False
-        """With ``seconds_left``: the main phase may also grow past its steps to fill them."""
-        self._model: Any = self.net
-        self.compiled = False
-        self._skipped = torch.zeros((), device=self.device)  # steps skipped since the last save
-        self._acc = _Accumulator(self.device, config.value_weight)  # between metric records
-        self._phase_acc = _Accumulator(self.device, config.value_weight)  # the whole phase
+        self.budget = TrainingBudget()
+        """What the run asks of the next iteration's clock (``configure``)."""
+        self._acc = LossAccumulator(self.device, config.value_weight)  # between metric records
+        self._phase_acc = LossAccumulator(self.device, config.value_weight)  # the whole phase
         self._last_save = time.monotonic()
         self._phase_metrics: dict[str, dict[str, float]] = {}
         if st.has_state(self.run_dir):
@@ -236,6 +116,19 @@ class Trainer:
             st.seed_everything(config.seed)
             self.metrics.truncate(0, -1)
             self._write_config()
+
+    # the step's parts, owned by ``stepper``, read where the trainer is the handle at hand
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        return self.stepper.optimizer
+
+    @property
+    def scaler(self) -> torch.amp.GradScaler | None:
+        return self.stepper.scaler
+
+    @property
+    def compiled(self) -> bool:
+        return self.stepper.compiled
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -253,23 +146,15 @@ class Trainer:
         self.end_iteration(summary)
         return summary
 
-    def configure(
-        self,
-        config: TrainConfig,
-        run_progress: Callable[[], float] | None = None,
-        seconds_left: Callable[[], float] | None = None,
-        grow: bool = False,
-    ) -> None:
-        """The settings of the next (or the stopped) iteration, the run's budget share for a
-        run annealing over its budget, and for a run on a clock the seconds its training may
-        still take (the main phase is cut to fit them, or with ``grow`` also lengthened).
+    def configure(self, config: TrainConfig, budget: TrainingBudget | None = None) -> None:
+        """The settings of the next (or the stopped) iteration, and what a run on a clock asks
+        of it (``fit.TrainingBudget``; none: the planned steps, annealed on their own).
         Settings may change between iterations; an iteration stopped mid-way goes on only with
         the ones it started with."""
-        self._check_resumable(to_dict(self.config), config, self.progress)
+        check_resumable(self._state_path(), to_dict(self.config), config, self.progress)
         self.config = config
-        self.run_progress = run_progress
-        self.seconds_left = seconds_left
-        self.grow = grow
+        self.stepper.config = config
+        self.budget = budget or TrainingBudget()
 
     def iteration_summary(self, number: int) -> dict[str, Any]:
         """What ``run_iteration`` returned for iteration ``number`` (from the metrics): for a
@@ -291,8 +176,7 @@ class Trainer:
         p = self.progress
         if len(train) == 0:
             raise UserError("no training positions")
-        fresh = p.phase == "main" and p.step == 0
-        if fresh:
+        if not mid_iteration(p):
             p.data_size, p.data_fingerprint = len(train), train.fingerprint
         elif (p.data_size, p.data_fingerprint) != (len(train), train.fingerprint):
             raise UserError(
@@ -303,18 +187,18 @@ class Trainer:
 
     def train_main(self, train: SampleSet) -> dict[str, float]:
         """The main phase: epochs x (size / batch) steps with the annealed learning rate."""
-        if self._passed("main"):
+        if passed(self.progress, "main"):
             return self._phase_metrics.get("main", {})
         p = self.progress
-        planned = self.main_steps(len(train))
+        planned = main_steps(self.config, len(train))
         self._maybe_compile((p.main_total or planned) * self.config.batch_size)
-        run_share = self.run_progress
+        run_share = self.budget.run_progress
 
         def lr_at(step: int) -> float:  # reads the phase's length when called: a fit sets it
             share = run_share() if run_share is not None else None
             return main_phase_lr(self.config, step, p.main_total or planned, share)
 
-        if self.seconds_left is not None:
+        if self.budget.seconds_left is not None:
             self._fit_main(train, planned, lr_at)
         result = self._run_steps(train, "main", p.main_total or planned, lr_at)
         self._phase_metrics["main"] = result
@@ -322,43 +206,21 @@ class Trainer:
         return result
 
     def _fit_main(self, train: SampleSet, planned: int, lr_at: Callable[[int], float]) -> None:
-        """Trains the main phase up to its last segment, fitting its length
-        (``progress.main_total``) to ``seconds_left`` on the way: the first
-        ``FIT_PROBE_STEPS`` steps are trained (at the rates of the planned length: a fraction
-        of a percent from the fitted one's) and timed, the steps that fit, after the SWA
-        cycles' share, become the phase's length, and every ``1 / FIT_SEGMENTS`` of it the
-        steps since the last fit are timed and the length fitted again, so a machine that
-        slows down or speeds up mid-way still ends near its time. The length never exceeds
-        the planned steps unless ``grow`` (a run filling its budget), and is never under
-        ``FIT_MIN_SHARE`` of them. Too short a phase to time (twice the probe, or the probe
-        when growing) keeps its length. Each fit is saved: a resumed iteration goes on with
-        the length it had."""
-        assert self.seconds_left is not None
+        """Trains the main phase up to its last stretch, fitting its length
+        (``progress.main_total``) to the budget's seconds left on the way (``fit``: when it is
+        timed, how many steps fit). Each stretch trains at the rates of the length known when
+        it starts: a fraction of a percent from the fitted one's. Each fit is recorded and
+        saved: a resumed iteration goes on with the length it had."""
+        seconds_left, grow = self.budget.seconds_left, self.budget.grow
+        assert seconds_left is not None
         p, c = self.progress, self.config
         swa = c.swa_cycles * steps_per_epoch(len(train), c.batch_size)
-        cap = math.inf if self.grow else planned
-        while True:
-            total = p.main_total or planned
-            if p.main_total:
-                segment = max(FIT_PROBE_STEPS, math.ceil(total / FIT_SEGMENTS))
-                stop = p.step + segment
-            else:
-                stop = max(FIT_PROBE_STEPS, p.step + 2 * FIT_SKIP_STEPS)
-                if not self.grow and total <= 2 * stop:
-                    return
-            if stop >= total:
-                return
-            clock: list[float] = []
-            self._run_steps(train, "main", total, lr_at, stop_at=stop, clock=clock)
-            timed = clock[FIT_SKIP_STEPS:]
-            seconds_per_step = (timed[-1] - timed[0]) / (len(timed) - 1)
-            fits = p.step + int(self.seconds_left() / seconds_per_step) - swa
-            fitted = int(min(cap, max(p.step + 1, fits, math.ceil(FIT_MIN_SHARE * planned))))
-            record = {
-                "steps": planned,
-                "fitted_steps": fitted,
-                "seconds_per_step": seconds_per_step,
-            }
+        while (stop := next_stop(p.step, planned, p.main_total, grow)) is not None:
+            timer, total = StepTimer(), p.main_total or planned
+            self._run_steps(train, "main", total, lr_at, stop_at=stop, timer=timer)
+            rate = timer.seconds_per_step()
+            fitted = fitted_steps(p.step, planned, seconds_left(), rate, swa, grow)
+            record = {"steps": planned, "fitted_steps": fitted, "seconds_per_step": rate}
             self.metrics.write("fit", self.number, p.global_step, record)
             p.main_total = fitted
             self.save()
@@ -366,7 +228,7 @@ class Trainer:
     def swa(self, train: SampleSet) -> dict[str, float]:
         """C one-epoch cycles at a constant rate; the cycle-end weights are averaged into the
         traversing net and its batch norm recomputed. No-op when swa_cycles is 0."""
-        if self._passed("swa"):
+        if passed(self.progress, "swa"):
             return self._phase_metrics.get("swa", {})
         cycles = self.config.swa_cycles
         result: dict[str, float] = {}
@@ -385,7 +247,7 @@ class Trainer:
         """Write the traversing net (``net.safetensors``, and ``nets/iter-NNNN`` numbered from 1
         with ``keep_iteration_nets``)."""
         path = self.run_dir / NET
-        if self._passed("publish"):
+        if passed(self.progress, "publish"):
             return path
         p = self.progress
         notes = (
@@ -407,12 +269,11 @@ class Trainer:
     def update_average(self, train: SampleSet) -> Path:
         """Fold the published net into the averaging network; recompute its batch norm."""
         path = self.run_dir / AVERAGE
-        if self._passed("average"):
+        if passed(self.progress, "average"):
             return path
         self.average.update(self.net)
         self.progress.average_count = self.average.count
-        net = copy.deepcopy(self.net)
-        self.average.apply_to(net)
+        net = averaged_copy(self.net, self.average)
         self.recompute_bn(net, train)
         meta = NetMeta(
             net.config,
@@ -448,12 +309,6 @@ class Trainer:
         self.save()
         self.metrics.flush()
 
-    def main_steps(self, size: int) -> int:
-        c = self.config
-        if c.steps > 0:
-            return c.steps
-        return max(1, round(c.epochs * steps_per_epoch(size, c.batch_size)))
-
     def request_stop(self) -> None:
         """Ask the running phase to checkpoint after the current step and stop."""
         self.stop_requested = True
@@ -461,90 +316,30 @@ class Trainer:
     # ---- evaluation and batch norm ----------------------------------------------------------
 
     def evaluate(self, net: PolicyValueNet, data: SampleSet) -> dict[str, Any]:
-        """Policy loss, value losses and top-1 agreement of ``net`` on ``data``, in order.
-
-        ``value_loss`` (and ``value_mse``) measure the target training learns, the current
-        iteration's lambda blend: the same loss as the training records, so a gap between them
-        is memorising, not another target. ``result_value_loss`` measures the game result alone
-        (the expert's or search's values for data without results), comparable between runs
-        whatever their lambda.
-        """
+        """``validation.evaluate_net`` on ``data`` in order, against the current iteration's
+        value target."""
         lam = lambda_at(self.config, self.progress.iteration)
-        was_training = net.training
-        net.eval()
-        keys = ("policy", "value", "value_count", "top1", "mse", "result", "result_count")
-        totals = dict.fromkeys(keys, 0.0)
-        count = 0
-        result_lam = 0.0
-        for batch in self._in_order(data):
-            if count == 0 and not torch.isfinite(batch.z).any():
-                result_lam = 1.0  # no game results: the values stand in for them
-            with torch.no_grad():
-                policy, value = self.forward(net, batch.planes)
-                sums, result = (
-                    loss_sums(
-                        policy,
-                        value,
-                        batch,
-                        self.head,
-                        blend,
-                        self.config.value_source,
-                        self.config.expert_wdl,
-                    )
-                    for blend in (lam, result_lam)
-                )
-                v = pick_value(batch.search_value, batch.expert_value, self.config.value_source)
-                target = value_target(batch.z, v, lam)
-                expected = value_from_output(value, self.head)
-                mse = torch.where(target.valid, (expected - target.scalar) ** 2, 0.0).sum()
-            totals["policy"] += float(sums.policy)
-            totals["value"] += float(sums.value)
-            totals["value_count"] += float(sums.value_count)
-            totals["top1"] += float(sums.top1)
-            totals["mse"] += float(mse)
-            totals["result"] += float(result.value)
-            totals["result_count"] += float(result.value_count)
-            count += sums.count
-        net.train(was_training)
-        vc = max(totals["value_count"], 1.0)
-        return {
-            "policy_loss": totals["policy"] / max(count, 1),
-            "value_loss": totals["value"] / vc,
-            "value_mse": totals["mse"] / vc,
-            "value_lambda": lam,
-            "result_value_loss": totals["result"] / max(totals["result_count"], 1.0),
-            "top1": totals["top1"] / max(count, 1),
-            "positions": count,
-            "value_target": "result" if result_lam == 0.0 else "value",
-        }
+        return evaluate_net(net, self._in_order(data), self.config, lam, self.forward, self.head)
 
     def recompute_bn(self, net: PolicyValueNet, train: SampleSet) -> int:
         """Batch-norm statistics of ``net`` re-estimated on up to bn_samples training positions."""
-        c = self.config
-        size = len(train)
-        limit = size if c.bn_samples == 0 else min(size, c.bn_samples)
-        order = phase_order(c.seed, self.progress.iteration, "bn", 0, size)[:limit]
-        step = min(c.batch_size, limit)
-
-        def planes() -> Iterator[torch.Tensor]:
-            for i in range(0, limit, step):
-                yield self._batch(train, order[i : i + step]).planes
-
-        return recompute_bn(net, planes(), lambda n, x: self.forward(n, x))
+        positions = bn_positions(self.config, self.progress.iteration, len(train))
+        return recompute_bn_on(
+            net,
+            positions,
+            self.config.batch_size,
+            lambda indices: self._batch(train, indices).planes,
+            self.forward,
+        )
 
     # ---- checkpoints ------------------------------------------------------------------------
 
     def check_finite(self) -> None:
         """TrainingDiverged when a loss since the last check, or a weight, is not finite (one
         device sync: called where the trainer writes or logs, not every step)."""
-        sums = (self._acc.sums, self._phase_acc.sums)
-        losses = torch.stack([s[k] for s in sums for k in ("policy", "value")])
-        weights = [t for t in self.net.state_dict().values() if t.is_floating_point()]
-        finite = torch.stack([torch.isfinite(t).all() for t in weights])
-        loss_ok, weights_ok = bool(torch.isfinite(losses).all()), bool(finite.all())
-        if loss_ok and weights_ok:
+        what = not_finite(self._acc.losses() + self._phase_acc.losses(), self.net)
+        if not what:
             return
-        what = "the loss" if not loss_ok else "the weights"
         raise TrainingDiverged(
             f"{self.run_dir}: training diverged: {what} stopped being finite by step "
             f"{self.progress.global_step} (iteration {self.number}, phase "
@@ -553,85 +348,39 @@ class Trainer:
         )
 
     def save(self) -> None:
-        """Checkpoint everything a continuation needs (atomic; see state.py); never weights
+        """Checkpoint everything a continuation needs (atomic; see resume.py); never weights
         that are not finite (``check_finite``)."""
         self.check_finite()
         p = self.progress
         p.metrics_lines = self.metrics.lines
-        p.skipped_steps += int(self._skipped.item())  # the one sync for the skips
-        self._skipped.zero_()
-        opt_json, tensors = st.optimizer_state(self.optimizer)
-        rng_json, rng_tensors = st.capture_rng()
-        tensors.update(rng_tensors)
-        tensors.update({f"net.{k}": v for k, v in self.net.state_dict().items()})
-        tensors.update(self.average.tensors("avg."))
-        tensors.update(self.swa_average.tensors("swa."))
-        tensors.update(self._acc.tensors("acc."))
-        tensors.update(self._phase_acc.tensors("pacc."))
-        data = {
-            "progress": dataclasses.asdict(p),
-            "config": to_dict(self.config),
-            "architecture": dataclasses.asdict(self.net.config),
-            "optimizer": opt_json,
-            "rng": rng_json,
-            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
-            "swa_count": self.swa_average.count,
-            "phase_metrics": self._phase_metrics,
-        }
+        p.skipped_steps += self.stepper.take_skipped()  # the one sync for the skips
         self.metrics.flush()
-        st.save_state(self.run_dir, data, tensors)
+        save_checkpoint(self.run_dir, self._checkpointed())
         self._last_save = time.monotonic()
 
     def _restore(self) -> None:
-        data, tensors = st.load_state(self.run_dir)
-        where = self.run_dir / st.STATE_JSON
-        saved = data.get("architecture")
-        try:  # fields added since the state was written take their defaults
-            same = isinstance(saved, dict) and NetConfig(**saved) == self.net.config
-        except (TypeError, UserError):
-            same = False
-        if not same:
-            raise UserError(f"{where}: field architecture differs from the network given")
-        progress = Progress(**data["progress"])
-        self._check_resumable(data["config"], self.config, progress)
-        mid_iteration = _mid_iteration(progress)
-        self.progress = progress
-        self.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
-        if data["config"]["optimizer"] == self.config.optimizer:  # else: a fresh optimiser
-            for group in data["optimizer"]["param_groups"]:  # this device's kernels
-                group.update(kernels(self.device))
-            st.load_optimizer_state(self.optimizer, data["optimizer"], tensors)
-            fresh = make_optimizer(self.net, self.config).param_groups
-            for group, new in zip(self.optimizer.param_groups, fresh):  # settings may change
-                for key in ("weight_decay", "momentum", "nesterov", "betas"):
-                    if key in group:
-                        group[key] = new[key]
-        st.restore_rng(data["rng"], tensors)
-        if self.scaler is not None and data.get("scaler"):
-            self.scaler.load_state_dict(data["scaler"])
-        self.average = WeightAverage.from_tensors(tensors, "avg.", progress.average_count)
-        self.swa_average = WeightAverage.from_tensors(tensors, "swa.", data["swa_count"])
-        self._acc.load(tensors, "acc.")
-        self._phase_acc.load(tensors, "pacc.")
-        self._phase_metrics = data.get("phase_metrics", {})
-        self.metrics.truncate(progress.metrics_lines, progress.global_step)
-        if not mid_iteration:
+        parts = restore_checkpoint(self.run_dir, self._checkpointed())
+        self.progress, self._phase_metrics = parts.progress, parts.phase_metrics
+        self.average, self.swa_average = parts.average, parts.swa_average
+        self.metrics.truncate(self.progress.metrics_lines, self.progress.global_step)
+        if not mid_iteration(self.progress):
             self._write_config()
 
-    def _check_resumable(
-        self, saved: dict[str, Any], config: TrainConfig, progress: Progress
-    ) -> None:
-        """An iteration stopped mid-way goes on only with the settings it started with."""
-        if not _mid_iteration(progress):
-            return
-        now = to_dict(config)
-        for key in sorted(set(saved) | set(now)):
-            if key not in _OPERATIONAL and saved.get(key) != now.get(key):
-                raise UserError(
-                    f"{self.run_dir / st.STATE_JSON}: field {key} was {saved.get(key)!r} when "
-                    f"iteration {progress.iteration} stopped, now {now.get(key)!r}; resume "
-                    "with the same settings (they may change between iterations)"
-                )
+    def _checkpointed(self) -> Checkpointed:
+        return Checkpointed(
+            progress=self.progress,
+            config=self.config,
+            net=self.net,
+            stepper=self.stepper,
+            average=self.average,
+            swa_average=self.swa_average,
+            acc=self._acc,
+            phase_acc=self._phase_acc,
+            phase_metrics=self._phase_metrics,
+        )
+
+    def _state_path(self) -> Path:
+        return self.run_dir / st.STATE_JSON
 
     def _write_config(self) -> None:
         atomic_write_text(self.run_dir / TRAIN_CONFIG, dump_toml(to_dict(self.config)))
@@ -646,9 +395,6 @@ class Trainer:
 
     # ---- the step loop ----------------------------------------------------------------------
 
-    def _passed(self, phase: str) -> bool:
-        return PHASES.index(self.progress.phase) > PHASES.index(phase)
-
     def _enter(self, phase: str) -> None:
         self.progress.phase, self.progress.step = phase, 0
         self.save()
@@ -661,11 +407,11 @@ class Trainer:
         lr_at: Callable[[int], float],
         cycle: int = 0,
         stop_at: int = 0,
-        clock: list[float] | None = None,
+        timer: StepTimer | None = None,
     ) -> dict[str, float]:
         """Steps ``progress.step`` .. total - 1 of ``phase``; every ``cycle`` steps (SWA) the
         weights are folded into the SWA average. With ``stop_at``, stop after that step (the
-        phase goes on later), each step's end time appended to ``clock``."""
+        phase goes on later), each step's end told to ``timer``."""
         c, p = self.config, self.progress
         lam = lambda_at(c, p.iteration)
         if p.step == 0:
@@ -673,7 +419,7 @@ class Trainer:
         self.net.train()
         feed = BatchFeed(
             train,
-            self._plan(train, phase, p.step, total),
+            step_plan(c, p.iteration, phase, len(train), p.step, total),
             self.device,
             c.channels_last,
             auto_prefetch(c.prefetch, self.device),
@@ -681,28 +427,14 @@ class Trainer:
         with feed:
             for batches in feed:
                 self._run_step(batches, lr_at(p.step), lam, phase, total, cycle)
-                if clock is not None:
-                    clock.append(time.perf_counter())
+                if timer is not None:
+                    timer.tick()
                 if stop_at and p.step >= stop_at:
                     return {}
         result = self._phase_acc.record()
         result.pop("samples_per_s")  # only covers the steps since a resume
         result["steps"] = total
         return result
-
-    def _plan(self, train: SampleSet, phase: str, start: int, total: int):
-        """The micro-batch indices of steps ``start`` .. total - 1 of ``phase``, in order."""
-        c, p = self.config, self.progress
-        size = len(train)
-        spe = steps_per_epoch(size, c.batch_size)
-        batch = min(c.batch_size, size)
-        order, order_epoch = None, -1
-        for step in range(start, total):
-            epoch, index = divmod(step, spe)
-            if epoch != order_epoch:
-                order, order_epoch = phase_order(c.seed, p.iteration, phase, epoch, size), epoch
-            indices = order[index * batch : (index + 1) * batch]
-            yield np.array_split(indices, min(c.accumulation, len(indices)))
 
     def _run_step(
         self,
@@ -742,6 +474,8 @@ class Trainer:
             if minutes > 0 and time.monotonic() - self._last_save > 60 * minutes:
                 self.save()
 
+    # ---- the optimiser step (``step.Stepper``) ----------------------------------------------
+
     def step(
         self, train: SampleSet, indices: np.ndarray, lr: float, lam: float
     ) -> tuple[LossSums, torch.Tensor]:
@@ -753,38 +487,14 @@ class Trainer:
         self, batches: list[TrainingBatch], lr: float, lam: float
     ) -> tuple[LossSums, torch.Tensor]:
         """One optimiser step over ``batches``, the micro-batches of one step."""
-        c = self.config
-        size = sum(len(b) for b in batches)
-        set_lr(self.optimizer, lr)
-        self.optimizer.zero_grad(set_to_none=True)
-        total: LossSums | None = None
-        for batch in batches:
-            policy, value = self.forward(self._model, batch.planes)
-            sums = loss_sums(policy, value, batch, self.head, lam, c.value_source, c.expert_wdl)
-            loss = sums.total(c.value_weight, size)
-            if self.scaler is not None:
-                self.scaler.scale(loss).backward()
-            else:
-                loss.backward()
-            total = sums if total is None else _add(total, sums)
-        if self.scaler is not None:
-            self.scaler.unscale_(self.optimizer)
-        limit = c.clip_norm if c.clip_norm > 0 else math.inf
-        norm = torch.nn.utils.clip_grad_norm_(self.net.parameters(), limit)
-        if self.scaler is not None:
-            self.scaler.step(self.optimizer)  # skips the step itself on inf/NaN gradients
-            self.scaler.update()
-        else:
-            skipped = skip_if_not_finite(self.optimizer, norm)
-            if skipped is not None:
-                self._skipped = self._skipped + skipped.to(self._skipped.device)
-        assert total is not None
-        return total, norm
+        return self.stepper.step_batches(batches, lr, lam)
 
     def forward(self, model, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``model`` (the net, its average or its compiled form) at the training precision."""
-        with autocast(self.device, self.dtype):
-            return model(planes)
+        return self.stepper.forward(model, planes)
+
+    def _maybe_compile(self, samples: int) -> None:
+        self.stepper.maybe_compile(samples)
 
     def _batch(self, data: SampleSet, indices: np.ndarray) -> TrainingBatch:
         return make_batch(data, indices, self.device, self.config.channels_last)
@@ -793,23 +503,3 @@ class Trainer:
         step = self.config.batch_size
         for i in range(0, len(data), step):
             yield self._batch(data, np.arange(i, min(i + step, len(data))))
-
-    def _maybe_compile(self, samples: int) -> None:
-        mode = self.config.compile
-        if self.compiled or mode == "off" or (mode == "auto" and samples < 1_000_000):
-            return
-        self._model, self.compiled = compile_module(self.net, self.device)
-
-
-def _mid_iteration(progress: Progress) -> bool:
-    return not (progress.phase == "main" and progress.step == 0)
-
-
-def _add(a: LossSums, b: LossSums) -> LossSums:
-    return LossSums(
-        policy=a.policy + b.policy,
-        value=a.value + b.value,
-        value_count=a.value_count + b.value_count,
-        top1=a.top1 + b.top1,
-        count=a.count + b.count,
-    )
