@@ -6,10 +6,10 @@
 # METHODS="sfgames eps-explore" runs only those. A method whose directory already holds a run
 # is resumed where it stopped (a finished one is left as it is). Each finished run's record
 # (config.toml, state.json, elo.csv) is copied to benchmarks/results/MINUTESmin/METHOD/, which
-# is committed with the final net (final.safetensors, 3.3 MB for `small`): run folders stay on
-# the machine that made them, so the record alone lets a later session rate the net again or
-# narrow its rating; the plot is drawn from the committed records (a ladder's --json goes there
-# too, as ladder.json).
+# is committed with the final net's SHA-256 (final.sha256), not the net (benchmarks/README.md):
+# the net stays in its run folder on the machine that made it, and the record's config remakes
+# it; the plot is drawn from the committed records (a ladder's --json goes there too, as
+# ladder.json, with its games in ladder.pgn, from which the rating recomputes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:-60}
@@ -59,9 +59,10 @@ for method in $METHODS; do
     fi
     mkdir -p "$RESULTS/$method"
     cp "$OUT/$method"/{config.toml,state.json,elo.csv} "$RESULTS/$method/"
-    # the run's own summary names its final net (a finished run only reports, plays nothing)
+    # the run's own summary names its final net (a finished run only reports, plays nothing);
     final=$($FZ run --dir "$OUT/$method" --json \
         | .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["final_net"])')
-    cp "$final" "$RESULTS/$method/final.safetensors"
+    # the net stays in the run directory; the record keeps its digest (benchmarks/README.md)
+    sha256sum "$final" | sed "s|  .*|  $method/final.safetensors|" > "$RESULTS/$method/final.sha256"
 done
 .venv/bin/python benchmarks/plot_elo.py "$RESULTS" "benchmarks/elo_vs_compute-${MINUTES}min.png"
