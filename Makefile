@@ -1,9 +1,12 @@
-# The two commands of the README: `make demo` and `make test`. Each sets up what it needs:
-# a virtual environment, PyTorch (the machine's CPU wheel unless one is already there), a C++
-# compiler for the native search core (g++ from the distribution when there is none), this
+# The commands of the README: `make demo`, `make check` and `make test`. Each sets up what it
+# needs: a virtual environment, PyTorch (the machine's CPU wheel unless one is already there), a
+# C++ compiler for the native search core (g++ from the distribution when there is none), this
 # package with its extras (building the core), and the engines the evaluation plays (Stockfish,
 # Fairy-Stockfish, Glaurung) from the distribution when they are missing from /usr/games;
 # `make test` also installs Chromium, in which the HTML report is tested.
+# `make check` is the fast tier, for after each change: ruff and the tests not marked `slow`
+# (about a minute on 2 cores). `make test` is the whole suite, slow tests included: what CI
+# runs (.ci/run) and what a change must pass before it is committed.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -16,10 +19,14 @@ COMPILER := /usr/bin/g++
 NATIVE := $(shell find native -type f 2>/dev/null)
 BROWSER := /usr/bin/chromium
 
-.PHONY: demo test lint setup engines browser clean
+.PHONY: demo check test lint setup engines browser clean
 
 demo: setup engines
 	$(PY) -m frugalzero run --preset demo
+
+check: setup engines
+	$(PY) -m ruff check src tests
+	$(PY) -m pytest -q -m "not slow"
 
 test: setup engines browser
 	$(PY) -m ruff check src tests

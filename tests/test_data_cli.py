@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from frugalzero.cli import main
 from frugalzero.data.shards import write_shard
 from frugalzero.data.synthetic import selfplay_like_games
@@ -27,6 +29,7 @@ def test_shards_command_counts_and_flags_damage(tmp_path, capsys):
     assert json.loads(captured.out)["damaged"] == 1 and "b.fzs" in captured.err
 
 
+@pytest.mark.slow
 def test_bench_data_runs_and_reports_every_field(capsys):
     args = ["bench", "data", "--games", "2", "--pgn-games", "4", "--replay-games", "4"]
     args += ["--batch", "16"]

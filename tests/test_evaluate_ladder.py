@@ -220,6 +220,7 @@ def test_schedule_plays_neighbours_more_than_distant_rungs():
 
 
 @pytest.mark.usefixtures("stockfish")
+@pytest.mark.slow
 def test_calibration_is_resumable(tmp_path):
     names = ["random", "stockfish?depth=1&elo=1350", "stockfish?nodes=1"]
     anchor = ("stockfish?depth=1&elo=1350", 2190.0)
@@ -265,6 +266,7 @@ TINY_TABLE = {  # three cheap rungs (Stockfish at depth 1 or 1 node)
 
 
 @pytest.mark.usefixtures("stockfish")
+@pytest.mark.slow
 def test_ladder_command_prints_one_json_object(tmp_path, capsys):
     from frugalzero.cli import main
 
@@ -309,6 +311,7 @@ def test_ladder_command_prints_one_json_object(tmp_path, capsys):
 
 
 @pytest.mark.usefixtures("stockfish")
+@pytest.mark.slow
 def test_a_rung_added_to_a_table_keeps_the_others_and_lists_its_games(tmp_path, capsys):
     from frugalzero.cli import main
 
@@ -359,6 +362,7 @@ def test_a_rung_added_to_a_table_keeps_the_others_and_lists_its_games(tmp_path, 
     assert "is a rung already" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_net_under_a_clock_is_rated_and_re_rated_from_its_pgn(tmp_path, capsys):
     from frugalzero.cli import main
     from frugalzero.evaluate.pgn import pgn_text_games

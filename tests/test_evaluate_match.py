@@ -157,6 +157,7 @@ def test_book_openings_from_an_epd_file(tmp_path):
 
 
 @pytest.mark.usefixtures("stockfish")
+@pytest.mark.slow
 def test_random_loses_every_game_to_stockfish_1350():
     result = play_match("random", "stockfish?elo=1350", MatchConfig(games=4, concurrency=2))
     s = result.summary()
@@ -165,6 +166,7 @@ def test_random_loses_every_game_to_stockfish_1350():
     assert all(o.reason == "checkmate" or "resigns" in o.reason for o in result.outcomes)
 
 
+@pytest.mark.slow
 def test_an_engine_slow_to_quit_is_killed_and_reaped_before_close_returns(tmp_path):
     # A `frugalzero uci` seat (PyTorch) can take longer to exit than close() waits: it is
     # killed then, and must be reaped before the event loop closes, which otherwise logs
@@ -200,6 +202,7 @@ def test_a_crashing_engine_loses_that_game_only(tmp_path):
     assert result.tally.games == 4 and result.tally.losses >= 1
 
 
+@pytest.mark.slow
 def test_an_engine_killed_during_its_handshake_is_started_again(tmp_path):
     dies = fake_engine(tmp_path, "startup", at=0)
     cfg = MatchConfig(games=4, concurrency=2, adjudication=SHORT)
@@ -250,6 +253,7 @@ def test_stockfish_killed_from_outside_mid_match_costs_that_game_only():
     assert result.tally.games == 4 and result.tally.losses == 1 and result.tally.wins >= 2
 
 
+@pytest.mark.slow
 def test_a_hanging_engine_loses_on_time_and_is_replaced(tmp_path):
     hangs = fake_engine(tmp_path, "hang", at=3)
     cfg = MatchConfig(games=2, concurrency=1, hang_seconds=1.0, adjudication=SHORT)
@@ -260,6 +264,7 @@ def test_a_hanging_engine_loses_on_time_and_is_replaced(tmp_path):
     assert not second.failed and second.plies > 20
 
 
+@pytest.mark.slow
 def test_an_engine_that_overruns_its_clock_loses_on_time(tmp_path):
     slow = fake_engine(tmp_path, "slow", at=3).replace("nodes=1", "tc=1+0.05")  # 1.5 s once
     pgn = tmp_path / "clock.pgn"
@@ -293,6 +298,7 @@ def test_a_clock_plays_one_game_at_a_time_unless_told():
     assert game_slots(random, random, MatchConfig(games=8, concurrency=0))[1] == ""
 
 
+@pytest.mark.slow
 def test_a_net_under_a_clock_plays_through_frugalzero_uci(tmp_path):
     pgn = tmp_path / "net.pgn"
     cfg = MatchConfig(games=2, pgn=str(pgn), adjudication=AdjudicationConfig(max_plies=120))
@@ -362,6 +368,7 @@ def test_match_command_bad_input(capsys):
     assert "not found" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_fairy_plays_far_below_stockfish_skill(fairy_stockfish):
     # the weakest Fairy-Stockfish still beats the random mover
     cfg = MatchConfig(games=2, concurrency=2)
@@ -437,6 +444,7 @@ def cli_match(pids: Path, *args: str) -> tuple[subprocess.CompletedProcess, floa
     return done, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_an_engine_that_never_sends_uciok_ends_the_match_with_one_line(tmp_path):
     spec, pids = bad_engine(tmp_path, "no-uciok")
     done, _ = cli_match(
@@ -449,6 +457,7 @@ def test_an_engine_that_never_sends_uciok_ends_the_match_with_one_line(tmp_path)
     assert len(assert_no_engine_left(pids)) == 1  # a hang is not retried: it would hang again
 
 
+@pytest.mark.slow
 def test_an_engine_that_never_answers_isready_ends_the_match_with_one_line(tmp_path):
     spec, pids = bad_engine(tmp_path, "no-readyok")
     cfg = MatchConfig(games=2, concurrency=2, hang_seconds=3)
@@ -458,6 +467,7 @@ def test_an_engine_that_never_answers_isready_ends_the_match_with_one_line(tmp_p
     assert len(assert_no_engine_left(pids)) == 2
 
 
+@pytest.mark.slow
 def test_an_engine_that_never_answers_go_forfeits_each_game_under_movetime(tmp_path):
     spec, pids = bad_engine(tmp_path, "no-bestmove", "movetime=100")
     pgn = tmp_path / "m.pgn"
@@ -474,6 +484,7 @@ def test_an_engine_that_never_answers_go_forfeits_each_game_under_movetime(tmp_p
     assert_no_engine_left(pids)
 
 
+@pytest.mark.slow
 def test_an_engine_silent_after_ucinewgame_forfeits_each_game(tmp_path):
     spec, pids = bad_engine(tmp_path, "no-readyok-in-game")
     pgn = tmp_path / "m.pgn"
@@ -509,6 +520,7 @@ def test_an_engine_that_dies_or_moves_illegally_forfeits_and_is_restarted(
     assert len(assert_no_engine_left(pids)) == 3
 
 
+@pytest.mark.slow
 def test_an_engine_that_floods_its_output_is_read_in_bounded_memory(tmp_path):
     spec, pids = bad_engine(tmp_path, "flood")  # 2 MB of info a move; one 4 MB line
     pgn = tmp_path / "m.pgn"

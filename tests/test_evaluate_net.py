@@ -53,6 +53,7 @@ def test_nodes_1_plays_the_raw_policy(net_file):
     assert checked >= 30
 
 
+@pytest.mark.slow
 def test_concurrent_games_share_the_nets_batches(net_file):
     spec = f"net:{net_file}?nodes=12&leaves_per_gather=1&{INLINE}"
     cfg = MatchConfig(games=4, concurrency=4, adjudication=SHORT)
@@ -64,6 +65,7 @@ def test_concurrent_games_share_the_nets_batches(net_file):
     assert result.summary()["net_batching"] == result.batching
 
 
+@pytest.mark.slow
 def test_seats_searched_in_worker_processes_play_the_same_games(net_file):
     """Two worker processes on one inference process: the same searches, so the same games
     as one process (fp32, deterministic search), and batches still shared."""
@@ -100,6 +102,7 @@ def test_net_spec_keys_go_to_search_or_evaluator():
         net_configs(parse_spec("net:default?c_init=fast"), 1)
 
 
+@pytest.mark.slow
 def test_missing_net_file_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="not found"):
         play_match(f"net:{tmp_path}/none.safetensors?{INLINE}", "random", MatchConfig(games=2))

@@ -37,6 +37,7 @@ def inline(net) -> Evaluator:
     return Evaluator(net, config)
 
 
+@pytest.mark.slow
 def test_twenty_steps_give_legal_labels_in_range(stockfish, tmp_path, capsys):
     out = tmp_path / "labels"
     code = main(
@@ -128,6 +129,7 @@ def test_noise_and_temperature_change_the_explored_positions(confident_net):
     assert len(set(hot)) > len(set(explore_lines(confident_net, seed=5, temperature=1.0)[0]))
 
 
+@pytest.mark.slow
 def test_bench_label_reports_both_rates(stockfish, capsys):
     args = ["bench", "label", "--steps", "4", "--rounds", "2", "--nodes", "20", "--json"]
     assert main(args) == 0

@@ -72,6 +72,7 @@ def test_analyse_labels_positions(stockfish):
         assert pool.engine_name.startswith("Stockfish")
 
 
+@pytest.mark.slow
 def test_killed_engines_are_restarted_and_every_position_labelled(stockfish):
     work = tasks(24)
     with StockfishPool(EngineConfig(nodes=30, timeout_s=5), size=2) as pool:
@@ -95,6 +96,7 @@ def _parent(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+@pytest.mark.slow
 def test_a_dead_worker_process_is_replaced_and_its_tasks_redone(stockfish):
     work = tasks(16)
     with StockfishPool(EngineConfig(nodes=30), size=2) as pool:
@@ -137,6 +139,7 @@ for line in sys.stdin:
 """
 
 
+@pytest.mark.slow
 def test_a_hung_engine_is_killed_and_its_position_retried(stockfish, tmp_path):
     marker = tmp_path / "hung-once"
     script = tmp_path / "hanging-engine"

@@ -7,6 +7,7 @@ import json
 import chess
 import chess.pgn
 import numpy as np
+import pytest
 
 from conftest import shared_file
 from frugalzero.chess.moves import move_to_index
@@ -142,6 +143,7 @@ def test_random_plies_after_the_book_lines_vary_the_games_and_replay_alike():
     assert [t.moves for t in game_tasks(config, 40, book)] == [t.moves for t in tasks]
 
 
+@pytest.mark.slow
 def test_the_same_seed_makes_the_same_shards_whatever_order_the_games_finish_in(
     stockfish, tmp_path, capsys
 ):

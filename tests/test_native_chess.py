@@ -64,6 +64,7 @@ SPECIAL_FENS = [
 ]
 
 
+@pytest.mark.slow
 def test_perft_suite_to_every_listed_depth():
     lines = [line for line in shared_file("perft/perft.epd").read_text().splitlines() if line]
     assert lines
@@ -103,6 +104,7 @@ def _python_perft(board: chess.Board, depth: int) -> int:
     return total
 
 
+@pytest.mark.slow
 def test_real_games_match_python_chess():
     checker = Checker(children_every=3)
     book = shared_file("openings/8moves_v3.pgn")
@@ -129,6 +131,7 @@ def test_random_playouts_to_the_end_match_python_chess():
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.randoms(use_true_random=False))
+@pytest.mark.slow
 def test_tricky_positions_match_python_chess(rng):
     board = None
     for _ in range(30):

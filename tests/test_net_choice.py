@@ -58,6 +58,7 @@ def test_a_cached_measurement_is_used_and_a_damaged_cache_is_measured_again(monk
 @pytest.mark.parametrize(
     ("speeds", "net"), [((900.0, 1000.0), "medium"), ((100.0, 1000.0), "small")]
 )
+@pytest.mark.slow
 def test_the_engine_plays_the_chosen_net_and_says_so(monkeypatch, tmp_path, speeds, net):
     monkeypatch.setenv("FRUGALZERO_CACHE", str(tmp_path))
     # the engine's own layout on this machine: its measurement's key
@@ -84,6 +85,7 @@ def test_the_engine_plays_the_chosen_net_and_says_so(monkeypatch, tmp_path, spee
         searcher.close()
 
 
+@pytest.mark.slow
 def test_a_forced_net_is_not_replaced():
     searcher = NetSearcher("small", default_nodes=8)
     try:

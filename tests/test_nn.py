@@ -155,6 +155,7 @@ def test_cache_is_keyed_by_history_too(tiny_net):
         assert other.value != first.value
 
 
+@pytest.mark.slow
 def test_process_backend_agrees_with_inline(tiny_net):
     boards = random_boards(300, seed=12)
     config = EvaluatorConfig(
@@ -180,6 +181,7 @@ def test_update_weights_changes_answers_and_clears_cache(tiny_net):
     assert before != after
 
 
+@pytest.mark.slow
 def test_dead_inference_process_is_an_error_not_a_hang(tiny_net):
     config = EvaluatorConfig(device="cpu", backend="process", precision="fp32", compile="off")
     ev = Evaluator(tiny_net, config)
@@ -196,6 +198,7 @@ def test_dead_inference_process_is_an_error_not_a_hang(tiny_net):
         ev.close()
 
 
+@pytest.mark.slow
 def test_unguarded_script_gets_a_clear_error(tmp_path):
     import subprocess
     import sys
@@ -218,6 +221,7 @@ def test_unguarded_script_gets_a_clear_error(tmp_path):
     assert "guard its entry point" in result.stderr
 
 
+@pytest.mark.slow
 def test_two_inference_processes_share_the_batches_and_agree_with_one(tiny_net):
     """Batches go to the servers in turn (a server runs the batches waiting for it as one); the
     answers are the same as one server's."""
@@ -240,6 +244,7 @@ def test_two_inference_processes_share_the_batches_and_agree_with_one(tiny_net):
             assert a.value == pytest.approx(b.value, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_threads_change_in_the_running_inference_processes(tiny_net):
     config = EvaluatorConfig(
         device="cpu", backend="process", precision="fp32", compile="off", threads=2, servers=2
@@ -271,6 +276,7 @@ def test_the_cache_resizes_and_reports_how_full_it_is(tiny_net):
         assert ev.cache_permille == 20 and ev.hits == 1
 
 
+@pytest.mark.slow
 def test_clients_of_one_inference_process_get_their_own_answers(tiny_net):
     """Two callers' batches, in flight together, go through one process (run as one when they
     wait together) and each caller gets the answers to its own positions; new weights from the

@@ -15,6 +15,7 @@ from frugalzero.nn.model import PolicyValueNet
 
 onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed (make test has it)")
 onnxruntime = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+pytestmark = pytest.mark.slow  # exporting and checking in onnxruntime takes seconds
 
 
 def test_the_shipped_net_agrees_with_pytorch_on_a_thousand_positions(tmp_path, capsys):

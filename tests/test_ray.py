@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # a Ray runtime and its worker processes
 
 from frugalzero.cli import main  # noqa: E402
 from frugalzero.data.shards import read_shard  # noqa: E402

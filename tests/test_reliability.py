@@ -167,6 +167,7 @@ def test_nets_that_are_not_finite_are_refused_on_load_and_on_save(tmp_path, caps
     assert not list(tmp_path.glob("*inf*"))  # nothing written, no temporary left
 
 
+@pytest.mark.slow
 def test_a_diverging_training_stops_with_one_line_and_writes_no_net(tmp_path, capsys):
     shards = tmp_path / "shards"
     write_shard(shards / "a.fzs", selfplay_like_games(4, seed=1))

@@ -139,6 +139,7 @@ def _board(dom: str) -> str:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (make test installs it)")
+@pytest.mark.slow
 def test_the_page_works_in_a_real_browser(tmp_path, capsys):
     run = make_run(tmp_path / "run")
     assert main(["report", str(run)]) == 0

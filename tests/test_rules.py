@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import chess
 import numpy as np
+import pytest
 
 from frugalzero.chess.history import GameHistory
 from frugalzero.chess.rules import game_end, game_ending, game_result
@@ -37,6 +38,7 @@ def test_game_end_names_the_termination() -> None:
     assert ending is not None and ending.winner == chess.WHITE
 
 
+@pytest.mark.slow
 def test_both_entry_points_agree_on_random_games() -> None:
     """Self-play counts repetitions itself; a board with its move stack asks python-chess.
     Along random games (biased to shuffle, so repetitions happen) both give one verdict."""

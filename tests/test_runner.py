@@ -32,6 +32,7 @@ def test_ray_runner_checks_its_config_before_connecting() -> None:
         RayRunner("local", RayConfig(cpus_per_worker=0))
 
 
+@pytest.mark.slow
 def test_local_runner_plays_the_process_pools_games(tmp_path: Path, tiny_net) -> None:
     net = tmp_path / "tiny.safetensors"
     save_net(tiny_net, net)

@@ -132,6 +132,7 @@ def test_set_threads_only_on_the_cpu_and_only_when_asked():
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.compile imports torch.jit
+@pytest.mark.slow
 def test_compile_falls_back_to_eager(monkeypatch):
     module = torch.nn.Linear(2, 2)
     model, compiled = rd.compile_module(module, torch.device("cpu"), probe=_fail)

@@ -53,6 +53,7 @@ def run(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_the_probe_sees_torch_when_it_is_imported(probed_env):
     """The check itself: a command that loads a net shows both marks."""
     result = run(probed_env, "net", "info", "small")
@@ -78,6 +79,7 @@ def test_commands_that_run_no_net_never_import_torch(probed_env, args, expected)
     assert f"{AT_EXIT} False" in result.stderr
 
 
+@pytest.mark.slow
 def test_uci_answers_with_torch_left_to_the_network_loader(probed_env):
     """``uci`` answers ``uciok`` from a main thread that never imports torch; the network (and
     torch with it) loads on the searcher's own thread, and ``isready`` waits for it."""

@@ -23,8 +23,10 @@ from frugalzero.uci.timeman import TimeBudget
 ENGINE = [sys.executable, "-m", "frugalzero", "uci", "--nodes", "16"]
 
 
-@pytest.fixture()
-def raw_engine():
+@pytest.fixture(scope="module")
+def engine_process():
+    """One ``frugalzero uci`` for the module's raw-pipe tests: starting one (its network, its
+    inference processes) costs seconds, and a GUI too plays game after game in one."""
     proc = subprocess.Popen(
         ENGINE,
         stdin=subprocess.PIPE,
@@ -43,6 +45,7 @@ def raw_engine():
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             line = proc.stdout.readline().strip()
+            assert line or proc.poll() is None, f"the engine exited before {prefix!r}: {seen}"
             seen.append(line)
             if line.startswith(prefix):
                 return line, seen
@@ -50,13 +53,23 @@ def raw_engine():
 
     send("uci")
     wait_for("uciok")
-    send("isready")
-    wait_for("readyok")
     yield send, wait_for
     send("quit")
     proc.wait(10)
 
 
+@pytest.fixture()
+def raw_engine(engine_process):
+    """The module's engine in a new game, everything it wrote before read: ``ucinewgame``
+    ends any search and resets the position, and ``readyok`` follows all it wrote."""
+    send, wait_for = engine_process
+    send("ucinewgame")
+    send("isready")
+    wait_for("readyok")
+    return send, wait_for
+
+
+@pytest.mark.slow
 def test_a_whole_game_against_stockfish_1350(stockfish):
     engine = chess.engine.SimpleEngine.popen_uci(ENGINE, env=own_code_env())
     opponent = chess.engine.SimpleEngine.popen_uci(stockfish)
@@ -78,6 +91,7 @@ def test_a_whole_game_against_stockfish_1350(stockfish):
         opponent.quit()
 
 
+@pytest.mark.slow
 def test_garbage_then_readyok_then_a_legal_bestmove(raw_engine):
     send, wait_for = raw_engine
     for line in [
@@ -108,6 +122,7 @@ def test_garbage_then_readyok_then_a_legal_bestmove(raw_engine):
     assert chess.Move.from_uci(line.split()[1]) in board.legal_moves
 
 
+@pytest.mark.slow
 def test_go_infinite_answers_only_after_stop(raw_engine):
     send, wait_for = raw_engine
     send("position startpos")
@@ -128,6 +143,7 @@ def test_go_infinite_answers_only_after_stop(raw_engine):
         ("6k1/8/5K2/8/8/8/8/R7 w - - 0 1", "mate 2"),  # Rh1, then Rh8 mates
     ],
 )
+@pytest.mark.slow
 def test_proven_mates_are_scored_in_moves(raw_engine, fen, score):
     send, wait_for = raw_engine
     send(f"position fen {fen}")
@@ -137,6 +153,7 @@ def test_proven_mates_are_scored_in_moves(raw_engine, fen, score):
     assert f" score {score} " in info
 
 
+@pytest.mark.slow
 def test_with_two_seconds_on_the_clock_it_does_not_lose_on_time(raw_engine):
     """The time manager's budget (a fifth of the clock at most; its figures are checked in
     test_uci_protocol) ends the search: the engine's own account of its time stays far inside
@@ -171,6 +188,7 @@ def _go(searcher, moves: list[str], nodes: int, searchmoves: tuple[str, ...] = (
     return move, int(words[words.index("nodes") + 1]), words[words.index("pv") + 1 :]
 
 
+@pytest.mark.slow
 def test_the_searcher_keeps_its_tree_along_the_game(searcher):
     searcher.new_game()
     move, nodes, pv = _go(searcher, [], 200)
@@ -182,6 +200,7 @@ def test_the_searcher_keeps_its_tree_along_the_game(searcher):
     assert _go(searcher, game, 100)[1] == 101
 
 
+@pytest.mark.slow
 def test_searchmoves_and_temperature(searcher):
     searcher.new_game()
     assert _go(searcher, [], 50, ("a2a3", "h2h3"))[0].uci() in ("a2a3", "h2h3")
@@ -200,6 +219,7 @@ def test_searchmoves_and_temperature(searcher):
     assert len(picks) > 1 and best in picks
 
 
+@pytest.mark.slow
 def test_policy_temperature_widens_the_next_search(searcher):
     ruy_lopez = ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6"]
     top = {}
@@ -215,6 +235,7 @@ def test_policy_temperature_widens_the_next_search(searcher):
         searcher.set_option("PolicyTemperature", "-1")
 
 
+@pytest.mark.slow
 def test_threads_take_effect_on_the_next_search(searcher):
     """``Threads`` is the network's CPU threads in all: split over two inference processes
     (one with a single thread); the processes are replaced only when their number changes."""
@@ -232,6 +253,7 @@ def test_threads_take_effect_on_the_next_search(searcher):
     searcher.set_option("Threads", "1")
 
 
+@pytest.mark.slow
 def test_show_wdl_takes_the_draws_from_a_wdl_head(tmp_path):
     from frugalzero.nn.checkpoint import save_net
     from frugalzero.nn.config import architecture
@@ -239,9 +261,8 @@ def test_show_wdl_takes_the_draws_from_a_wdl_head(tmp_path):
 
     path = tmp_path / "wdl.safetensors"
     save_net(PolicyValueNet(architecture("tiny", value_head="wdl")).eval(), path)
-    wdl_searcher = NetSearcher(str(path), default_nodes=16)
+    wdl_searcher = NetSearcher(str(path), default_nodes=16)  # Threads as it loads: no reload
     try:
-        wdl_searcher.set_option("Threads", "1")
         wdl_searcher.set_option("UCI_ShowWDL", "true")
         lines = []
         request = SearchRequest(GameHistory(chess.Board()), 32, None, False)
@@ -255,6 +276,7 @@ def test_show_wdl_takes_the_draws_from_a_wdl_head(tmp_path):
     assert 100 < draw < 900 and min(win, loss) > 0
 
 
+@pytest.mark.slow
 def test_bench_uci_reports_nodes_per_second_against_the_raw_net(capsys):
     args = ["bench", "uci", "--seconds", "0.3", "--rounds", "1", "--positions", "2", "--json"]
     assert main(args) == 0
@@ -266,6 +288,7 @@ def test_bench_uci_reports_nodes_per_second_against_the_raw_net(capsys):
     assert result["positions"] == 2 and result["batch"] >= 1
 
 
+@pytest.mark.slow
 def test_an_unreadable_network_stops_the_engine_with_the_reason(tmp_path):
     broken = tmp_path / "broken.safetensors"
     broken.write_bytes(b"not a network at all")
@@ -284,6 +307,7 @@ def test_an_unreadable_network_stops_the_engine_with_the_reason(tmp_path):
     assert "could not be loaded" in error and "the engine stops" in error
 
 
+@pytest.mark.slow
 def test_bad_numbers_refused_every_go_answered_and_eof_answers_the_last():
     """The real engine: Temperature -1, nan and inf are refused; ``go nodes 0`` and ``go mate
     0`` end by themselves (``isready`` answers after each); after a refused FEN ``go`` gives
@@ -341,6 +365,7 @@ def test_an_out_of_range_flag_is_refused_on_one_line_like_its_option(flag, monke
     assert len(err) == 1 and flag[0] in err[0], err
 
 
+@pytest.mark.slow
 def test_temperatures_are_bounded(searcher):
     """``Temperature 1e308`` played uniformly at random, as the refused ``inf`` would."""
     for name in ("Temperature", "PolicyTemperature"):
@@ -362,6 +387,7 @@ class _StopAfterFirstLook(threading.Event):
         return self.looks > 1
 
 
+@pytest.mark.slow
 def test_a_search_of_the_root_alone_reports_no_score(searcher):
     """One node (the root's own evaluation, no move searched) once reported ``score cp
     -10458`` from the start position: the shipped nets value any root without history
@@ -384,6 +410,7 @@ def test_a_search_of_the_root_alone_reports_no_score(searcher):
     assert "score" in lines[-1].split() and " nodes 1 " not in lines[-1], lines
 
 
+@pytest.mark.slow
 def test_a_search_stopped_before_it_began_plays_one_of_its_searchmoves(searcher):
     """``go searchmoves …`` stopped at once (a ``stop`` read before the go started, as the
     fuzzer sends them) once played the reused tree's best move, outside the searchmoves."""
@@ -397,6 +424,7 @@ def test_a_search_stopped_before_it_began_plays_one_of_its_searchmoves(searcher)
     assert move in allowed
 
 
+@pytest.mark.slow
 def test_go_infinite_under_a_ram_limit_stops_growing_and_answers_after_stop():
     """With no evaluation cache, ``go infinite`` once grew ~1.35 kB a node without end: under
     ``RamLimitMb`` the tree stops at the limit (saying so once), the engine's memory stays
@@ -437,15 +465,17 @@ def test_go_infinite_under_a_ram_limit_stops_growing_and_answers_after_stop():
         send("go infinite")
         wait_for("info string RamLimitMb")
         peak = 0.0
-        for _ in range(10):  # two seconds of the search at its limit
+        for _ in range(10):  # the engine's memory sampled over two seconds at its limit
             time.sleep(0.2)
             peak = max(peak, resident_bytes(proc.pid) / MB)
         assert peak <= baseline + limit_mb, (peak, baseline)
+        send("isready")
+        wait_for("readyok", 2)  # answered behind the search: the engine read all sent so far
         assert sum(ln.startswith("bestmove") for ln in lines) == 1  # not before stop
         send("stop")
         wait_for("bestmove", 2)
         send("isready")
-        wait_for("readyok", 2)
+        wait_for("readyok", 3)
         assert sum(ln.startswith("info string RamLimitMb") for ln in lines) == 1
     finally:
         if proc.poll() is None:

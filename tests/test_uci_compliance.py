@@ -16,6 +16,9 @@ import chess.engine
 import pytest
 
 from frugalzero.runtime.interpreter import own_code_env
+from frugalzero.uci import GoLimits, time_budget
+
+pytestmark = pytest.mark.slow  # every test drives a real engine process
 
 FASTCHESS_FEN = "3r2k1/p5n1/1pq1p2p/2p3p1/2P1P1n1/1P1P2pP/PN1Q2K1/5R2 w - - 0 27"
 
@@ -76,6 +79,16 @@ class Uci:
             self.board, rest = chess.Board(" ".join(tokens[1:end])), tokens[end:]
         for move in rest[1:]:
             self.board.push_uci(move)
+
+    def searching(self, timeout: float = 30.0) -> list[str]:
+        """Every line up to the first report of a search still under way (``info … currmove``,
+        sent every half second of a search, never in its final report); none is a bestmove.
+        A positive sign that the ``go`` runs unanswered, where a sleep proves nothing."""
+        seen = self.until("info depth", timeout)
+        while "currmove" not in seen[-1].split():
+            seen += self.until("info depth", timeout)
+        assert not any(line.startswith("bestmove") for line in seen), seen
+        return seen
 
     def go(self, command: str, timeout: float = 30.0) -> tuple[chess.engine.BestMove, list]:
         """Send ``go …``; the bestmove (checked legal) and every info line parsed."""
@@ -198,15 +211,13 @@ def test_the_engine_passes_a_gui_compliance_run():
         engine.go("go wtime 100 btime 100")
 
         engine.send("go infinite")
-        time.sleep(0.3)
-        assert engine.lines.empty() or not any(
-            line and line.startswith("bestmove") for line in list(engine.lines.queue)
-        )
+        engine.searching()  # half a second into the search: not answered before stop
         engine.send("stop")
         engine.answer(timeout=5)
 
         engine.send("go infinite")
-        time.sleep(0.2)
+        ready = engine.ready()  # the go was taken (readyok waits for it): quit comes after it
+        assert not any(line.startswith("bestmove") for line in ready), ready
     finally:
         after = engine.quit()
     assert "bestmove" not in after  # nothing, not even the infinite search's answer, after quit
@@ -263,8 +274,12 @@ def test_ponder_then_ponderhit_plays_a_move(fresh):
     assert best.ponder is not None  # the expected reply, for the GUI to ponder on
     fresh.position(f"position startpos moves {best.move.uci()} {best.ponder.uci()}")
     fresh.send("go ponder wtime 2000 btime 2000")
-    time.sleep(0.6)  # far beyond what 2 s on the clock allow: pondering is not on the clock
-    assert not any(line and line.startswith("bestmove") for line in list(fresh.lines.queue))
+    seen = fresh.searching()
+    # pondering is not on the clock: unanswered after searching longer (by the engine's own
+    # report) than the 2 s clock allows a move
+    clock = time_budget(GoLimits(wtime=2000, btime=2000), fresh.board.turn, 100)
+    searched_ms = int(seen[-2].split(" time ")[1].split()[0])
+    assert clock is not None and searched_ms > 1000 * clock.hard, seen[-2]
     fresh.send("ponderhit")  # the clock starts here (test_uci_protocol checks its budget)
     fresh.answer()
 
@@ -272,8 +287,7 @@ def test_ponder_then_ponderhit_plays_a_move(fresh):
 def test_stop_while_pondering_answers_at_once(fresh):
     fresh.position("position startpos moves e2e4 e7e5")
     fresh.send("go ponder wtime 60000 btime 60000")
-    time.sleep(0.5)
-    assert not any(line and line.startswith("bestmove") for line in list(fresh.lines.queue))
+    fresh.searching()  # the stop comes while pondering
     fresh.send("stop")
     fresh.answer()
 

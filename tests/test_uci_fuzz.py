@@ -10,6 +10,8 @@ import sys
 import textwrap
 from collections import Counter
 
+import pytest
+
 from frugalzero.runtime.interpreter import own_code_env
 from frugalzero.uci.fuzz.commands import HOSTILE, Fuzzer
 from frugalzero.uci.fuzz.driver import Bounds
@@ -46,6 +48,7 @@ def test_option_lines_are_read_with_their_ranges_and_choices():
     assert parse_option("info string option name X") is None
 
 
+@pytest.mark.slow
 def test_the_fuzzer_is_seeded_and_sends_every_command_and_hostile_number():
     def lines(seed: int) -> list[str]:
         fuzzer = Fuzzer(seed, OPTIONS)
@@ -75,6 +78,7 @@ def test_the_fuzzer_is_seeded_and_sends_every_command_and_hostile_number():
     assert endings == {None, "quit"}  # the end of input, or quit
 
 
+@pytest.mark.slow
 def test_a_search_that_may_not_end_soon_is_stopped_in_its_own_action():
     """``stop`` follows every go that is infinite, pondering, or not sure to end soon (huge
     limits, heavy options), in the same action (kept together when shrinking); such a go is
@@ -173,6 +177,7 @@ def _fake_settings(
     )
 
 
+@pytest.mark.slow
 def test_the_protocol_loop_with_an_instant_searcher_survives_the_fuzzer(tmp_path):
     """The engine's own protocol loop (``UciEngine``) with a searcher that answers at once:
     hundreds of commands in seconds, every go answered once, in two engine processes (each
@@ -183,6 +188,7 @@ def test_the_protocol_loop_with_an_instant_searcher_survives_the_fuzzer(tmp_path
     assert report.gos == report.bestmoves > 80 and report.missing == report.extra == 0
 
 
+@pytest.mark.slow
 def test_a_dropped_go_is_reported_with_its_seed_and_the_commands_that_reproduce_it(tmp_path):
     """A fake engine that never answers a go with a negative number: the run stops at the
     first, and the commands that reproduce it on a fresh engine are replayed and shrunk (a few
@@ -215,12 +221,14 @@ def test_shrinking_keeps_only_what_the_failure_needs():
     assert len(smallest(list(range(16)), fails, tries=2)) > 2  # out of tries: what it had
 
 
+@pytest.mark.slow
 def test_memory_past_the_limit_is_reported(tmp_path):
     settings = _fake_settings(tmp_path, "grows", 3_000, ram_limit_mb=16)
     (failure,) = fuzz(settings).failures
     assert failure["kind"] == "memory" and "over the limit" in failure["detail"]
 
 
+@pytest.mark.slow
 def test_the_real_engine_survives_a_short_fuzz_run():
     """``frugalzero bench uci-fuzz`` on ``frugalzero uci --net small``: a few hundred commands,
     every go answered exactly once, readyok always, RSS under its limit, and ``RamLimitMb``
