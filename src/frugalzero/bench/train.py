@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         compile_seconds = 0.0
         if args.compile == "on":
             started = time.perf_counter()
-            trainer._maybe_compile(10**9)
+            trainer.stepper.maybe_compile(10**9)
             trainer.step(ready, np.arange(batch), 1e-3, 0.0)
             compile_seconds = time.perf_counter() - started
 

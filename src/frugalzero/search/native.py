@@ -17,7 +17,7 @@ other search to hand it to.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import chess
@@ -452,7 +452,3 @@ def rows_for(evaluator: Evaluates) -> NetworkRows | EvaluationRows:
     if hasattr(evaluator, "submit_leaves"):
         return NetworkRows(evaluator)
     return EvaluationRows(evaluator)
-
-
-def cores_of(trees: Sequence[NativeTree]) -> list[_native.Tree]:
-    return [tree.core for tree in trees]

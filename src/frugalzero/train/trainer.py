@@ -191,7 +191,7 @@ class Trainer:
             return self._phase_metrics.get("main", {})
         p = self.progress
         planned = main_steps(self.config, len(train))
-        self._maybe_compile((p.main_total or planned) * self.config.batch_size)
+        self.stepper.maybe_compile((p.main_total or planned) * self.config.batch_size)
         run_share = self.budget.run_progress
 
         def lr_at(step: int) -> float:  # reads the phase's length when called: a fit sets it
@@ -492,9 +492,6 @@ class Trainer:
     def forward(self, model, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``model`` (the net, its average or its compiled form) at the training precision."""
         return self.stepper.forward(model, planes)
-
-    def _maybe_compile(self, samples: int) -> None:
-        self.stepper.maybe_compile(samples)
 
     def _batch(self, data: SampleSet, indices: np.ndarray) -> TrainingBatch:
         return make_batch(data, indices, self.device, self.config.channels_last)
