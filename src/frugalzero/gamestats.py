@@ -36,14 +36,19 @@ def repeated_share_by_ply(
     return shares
 
 
+def distinct_openings(games: Sequence[tuple[str, Sequence[str]]], plies: int) -> int:
+    """Different openings of ``plies`` plies (start position and moves) among the games; a
+    game shorter than that is its whole self."""
+    return len({(fen, tuple(moves[:plies])) for fen, moves in games})
+
+
 def duplicate_share(games: Sequence[tuple[str, Sequence[str]]], plies: int) -> float:
     """(games - distinct openings of ``plies`` plies) / games: the share of games that repeat an
     earlier game's opening, the measure of search-contempt's paper (Fig. 4; 1 would be every
     game the same). ``repeated_share_by_ply`` counts the first of each group too."""
     if not games:
         return 0.0
-    distinct = len({(fen, tuple(moves[:plies])) for fen, moves in games})
-    return (len(games) - distinct) / len(games)
+    return (len(games) - distinct_openings(games, plies)) / len(games)
 
 
 def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:

@@ -214,12 +214,19 @@ class NativeTree:
         return self.core.memory_full
 
     # -- a search -----------------------------------------------------------------------------
-    def start(self, simulations: int | None = None, moves: list[chess.Move] | None = None) -> None:
+    def start(
+        self,
+        simulations: int | None = None,
+        moves: list[chess.Move] | None = None,
+        noise: bool = True,
+    ) -> None:
         """Begin a search of ``simulations`` more simulations (None: the config's; 0 or
         ``math.inf``: until stopped). With ``moves`` it visits only those root moves (illegal
         ones are ignored; if none is legal, every move is searched). The root's noise is drawn
         here from the tree's generator: the oracle draws the same numbers when it first walks
-        the root."""
+        the root. ``noise=False`` searches without it whatever the config, drawing nothing:
+        a self-play search that only picks a move to play (playout-cap randomisation's fast
+        search) plays for strength."""
         core, cfg = self.core, self.config
         if core.in_flight:
             raise RuntimeError("start() while leaves are still being evaluated")
@@ -227,18 +234,19 @@ class NativeTree:
             simulations = cfg.simulations
         # 0 or inf searches until stopped
         target = 0.0 if simulations in (0, math.inf) else float(int(simulations))
-        noise = self._noise
-        if noise is None or core.prepared:  # a start() with no search since keeps its draws
-            noise = np.zeros(0)
+        # a start() with no search since keeps its draws; noise=False draws none
+        drawn = self._noise if noise else np.zeros(0)
+        if noise and (drawn is None or core.prepared):
+            drawn = np.zeros(0)
             n = core.root_count
             if core.root_state != TERMINAL and not core.root_proven:
                 if cfg.gumbel:
                     if cfg.gumbel_noise:
-                        noise = self.rng.gumbel(size=n)
+                        drawn = self.rng.gumbel(size=n)
                 elif cfg.root_noise and n > 1:
-                    noise = dirichlet_noise(self.rng, n, cfg.dirichlet_alpha)
-        self._noise = noise
-        core.start(target, [raw_of(m) for m in moves] if moves else [], noise)
+                    drawn = dirichlet_noise(self.rng, n, cfg.dirichlet_alpha)
+        self._noise = drawn if noise else None  # a later start() with noise draws its own
+        core.start(target, [raw_of(m) for m in moves] if moves else [], drawn)
 
     @property
     def finished(self) -> bool:
@@ -284,6 +292,17 @@ class NativeTree:
         """What self-play records of the search (part of ``result()``, without the PV)."""
         r = self.core.result(0, False)
         return SearchTarget(**{field: r[source] for field, source in TARGET_FIELDS.items()})
+
+    def root_priors(self) -> tuple[np.ndarray, np.ndarray]:
+        """(policy indices, priors) of the root's moves as the network gave them (at the
+        policy temperature), before the root's noise: what a search's target is compared with
+        to see how much the search changed the network's mind. Empty before the root is
+        expanded."""
+        core = self.core
+        if core.root_state != EXPANDED:
+            return np.zeros(0, np.int64), np.zeros(0)
+        edges = core.edges(core.root)
+        return edges["index"].astype(np.int64), edges["raw"]
 
     def leader(self) -> tuple[chess.Move | None, float]:
         """The most visited root move (the first of equals) and its lead over the runner-up."""

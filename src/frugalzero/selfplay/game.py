@@ -13,6 +13,7 @@ from frugalzero.data.records import GameRecord, PlyTarget
 from frugalzero.errors import UserError
 from frugalzero.search.driver import new_tree
 from frugalzero.selfplay.config import SelfPlayConfig
+from frugalzero.selfplay.stats import FULL_SEARCHES, KL_PLIES, KL_SUM, policy_kl
 
 RESIGNATION, ADJUDICATED = "resignation", "move limit"
 
@@ -48,7 +49,12 @@ def game_starts(config: SelfPlayConfig, count: int | None = None) -> list[GameSt
 
 
 class SelfPlayGame:
-    """A game in progress. ``step()`` is called each time its tree finished a search."""
+    """A game in progress. ``step()`` is called each time its tree finished a search.
+
+    With playout-cap randomisation (``full_search_share`` < 1) each search is drawn full or
+    fast from the game's generator before it starts (nothing is drawn when every search is
+    full, so such games are the ones played before the option existed); only a full search's
+    target is recorded."""
 
     def __init__(
         self, start: GameStart, config: SelfPlayConfig, net_id: str = "", run: str = ""
@@ -68,9 +74,13 @@ class SelfPlayGame:
         self.would_resign: chess.Color | None = None
         self.result: float | None = None
         self.termination = ""
+        self.full_search = True  # the search in progress is a full one
+        self.full_searches = 0
+        self.kl_sum = 0.0  # root KL of the recorded targets (``selfplay.stats.policy_kl``)
+        self.kl_plies = 0
         self._check_end()
         if not self.over:
-            self.tree.start()
+            self._start_search()
 
     @property
     def over(self) -> bool:
@@ -89,16 +99,33 @@ class SelfPlayGame:
         move = tree.choose_move(self.plies)
         if move is None:  # cannot happen with a searched, non-terminal root
             raise RuntimeError(f"no move in {tree.board.fen()}")
-        value = min(max(float(searched.value), -1.0), 1.0)
-        self.targets.append(PlyTarget(searched.indices, searched.probs, search_value=value))
+        if self.full_search:
+            value = min(max(float(searched.value), -1.0), 1.0)
+            self.targets.append(PlyTarget(searched.indices, searched.probs, search_value=value))
+            self.kl_sum += policy_kl(searched.indices, searched.probs, *tree.root_priors())
+            self.kl_plies += 1
+        else:
+            self.targets.append(None)
         self.moves.append(move.uci())
         self.plies += 1
         tree.advance(move)
         self._check_end()
         if self.over:
             return False
-        tree.start()
+        self._start_search()
         return True
+
+    def _start_search(self) -> None:
+        """Start the next search, full or fast (playout-cap randomisation). A fast one has no
+        root noise: nothing learns from it, it only finds the move to play (chosen at the
+        schedule's temperature, as after a full one)."""
+        share = self.config.full_search_share
+        self.full_search = share >= 1.0 or bool(self.rng.random() < share)
+        if self.full_search:
+            self.full_searches += 1
+            self.tree.start()
+        else:
+            self.tree.start(self.config.fast_simulations, noise=False)
 
     def _resigns(self, turn: chess.Color, value: float, q: np.ndarray) -> bool:
         cfg = self.config.search
@@ -145,6 +172,9 @@ class SelfPlayGame:
                 "resign": "off" if self.no_resign else "on",
                 "would_resign": "" if would is None else ("white" if would else "black"),
                 "opening": self.start.opening.name,
+                KL_SUM: repr(self.kl_sum),
+                KL_PLIES: str(self.kl_plies),
+                FULL_SEARCHES: str(self.full_searches),
             },
         )
 
