@@ -24,7 +24,7 @@
 # runs on WORKERS pytest-xdist workers, default 14, when pytest-xdist is there) and BENCH_S each
 # benchmark (default 150 s). Records go to GPU_OUT (default benchmarks/results/gpu): env.txt,
 # cuda-tests.log, suite.log, bench.jsonl (one line per benchmark: its command and JSON), and
-# each hour's record as compare.sh keeps it. The hours and the ladder resume; test and bench
+# the hours' experiment record as compare.sh keeps it. The hours and the ladder resume; test and bench
 # run again.
 # `games` makes parts of benchmarks/train_default.sh's runs/big recipe (5,000 games each, part i
 # from seed 4600 + i, the 2-move book plus 2 random plies, 400 nodes) from part G_FIRST (11:
@@ -196,13 +196,13 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python-chess', chess.__versi
             bench uci --net small --rounds 2 --positions 8
             bench movegen
             ;;
-        hours)  # the five methods, one GPU-hour each, from nothing
-            PRESET=gpu-1h benchmarks/compare.sh 60 runs/gpu-1h ;;
+        hours)  # the five methods, one GPU-hour each, from nothing (an experiment spec)
+            benchmarks/compare.sh methods-gpu runs/gpu-1h ;;
         ladder)
             for method in sfgames eps-explore selfplay contempt gumbel; do
                 # the final net is the run's (records keep its digest, not the net)
-                [ -f "runs/gpu-1h/$method/state.json" ] || continue
-                net=$("$PY" -m frugalzero run --dir "runs/gpu-1h/$method" --json \
+                [ -f "runs/gpu-1h/arms/$method/seed-0/state.json" ] || continue
+                net=$("$PY" -m frugalzero run --dir "runs/gpu-1h/arms/$method/seed-0" --json \
                     | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["final_net"])')
                 json=benchmarks/results/60min-gpu/$method/ladder.json
                 [ -f "$net" ] && [ ! -s "$json" ] || continue

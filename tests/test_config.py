@@ -287,7 +287,10 @@ def _bad_configs():
         (lambda: MatchConfig(games=0), r"match: games must be at least 1"),
         (lambda: MatchConfig(odds_giver="third"), r"match\.odds_giver: 'third' is not one of"),
         (lambda: RayConfig(object_store_mb=10), r"ray: object_store_mb must be >= 80"),
-        (lambda: BudgetConfig(iterations=0), r"budget: set iterations, minutes or positions"),
+        (
+            lambda: BudgetConfig(iterations=0),
+            r"budget: set iterations, minutes, positions or evaluations",
+        ),
         (lambda: NetSection(value_head="mse"), r"net\.value_head: 'mse' is not one of"),
         (lambda: GenerateSection(window=-1), r"generate: window must be >= 0"),
         (lambda: EvaluationSection(nodes=0), r"evaluation: nodes must be >= 1"),

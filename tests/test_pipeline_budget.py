@@ -183,3 +183,44 @@ def test_filling_the_budget_grows_only_the_last_iterations_training(tmp_path):
     assert loop._trainer_for().budget.grow is False
     with pytest.raises(UserError, match="fill needs minutes and fit"):
         load_config(RunConfig, "smoke", ["budget.fill=true"])
+
+
+def _adapting(method: str, **generate):
+    """What RunLoop's adaptations read and write: its config, state and console."""
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from frugalzero.pipeline.config import GenerateSection, RunConfig
+    from frugalzero.pipeline.state import RunState
+
+    config = RunConfig(method=method, generate=GenerateSection(**generate))
+    return SimpleNamespace(config=config, state=RunState(), console=Console(quiet=True))
+
+
+def test_drawish_selfplay_raises_its_temperature_up_to_the_cap() -> None:
+    from frugalzero.pipeline.loop import RunLoop
+
+    loop = _adapting("selfplay", temperature_raise=1.5, max_temperature=2.0)
+    drawish = {"selfplay": {"w_plus_l_over_d": 0.6, "temperature": 1.0}}
+    RunLoop._adapt_temperature(loop, drawish)
+    assert loop.state.temperature == 1.5
+    RunLoop._adapt_temperature(loop, {"selfplay": {"w_plus_l_over_d": 0.6, "temperature": 1.5}})
+    assert loop.state.temperature == 2.0  # capped
+    decisive = _adapting("selfplay", temperature_raise=1.5)
+    RunLoop._adapt_temperature(decisive, {"selfplay": {"w_plus_l_over_d": 1.4, "temperature": 1}})
+    fixed = _adapting("selfplay")
+    RunLoop._adapt_temperature(fixed, drawish)
+    contempt = _adapting("contempt", temperature_raise=1.5)
+    RunLoop._adapt_temperature(contempt, drawish)
+    assert decisive.state.temperature is fixed.state.temperature is contempt.state.temperature
+    assert fixed.state.temperature is None
+
+
+def test_the_adapted_temperature_is_the_one_selfplay_plays_at() -> None:
+    from frugalzero.pipeline.config import RunConfig
+    from frugalzero.pipeline.generate import selfplay_config
+
+    config = RunConfig(method="selfplay")
+    assert selfplay_config(config, None, 1.75).search.temperature == 1.75
+    assert selfplay_config(config, None).search.temperature == config.selfplay.search.temperature

@@ -15,6 +15,7 @@ from frugalzero.errors import UserError, os_error_line
 COMMANDS = [
     "frugalzero.config_cli",
     "frugalzero.pipeline.cli",
+    "frugalzero.experiment.cli",
     "frugalzero.selfplay.cli",
     "frugalzero.expert.cli",
     "frugalzero.data.cli",

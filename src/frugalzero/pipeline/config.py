@@ -28,6 +28,10 @@ class BudgetConfig:
     """Wall-clock minutes of the whole run (resumed runs count their earlier sessions)."""
     positions: int = bounded(0, 0, 10**12)
     """Training positions generated."""
+    evaluations: int = bounded(0, 0, 10**15)
+    """Network evaluations of generation (self-play methods: the simulations their searches
+    ran, one leaf each): the budget that compares self-play methods at equal compute
+    (``frugalzero experiment``). Checked between iterations, like every limit here."""
     fit: bool = True
     """With ``minutes``: cut the last iteration's games and training steps to what fits in the
     minutes left (measured on the finished iterations), and any iteration's training to the
@@ -45,10 +49,10 @@ class BudgetConfig:
     the cpu-1h hour it lost to 'iteration' (benchmarks/RESULTS.md)."""
 
     def __post_init__(self) -> None:
-        limits = (self.iterations, self.minutes, self.positions)
+        limits = (self.iterations, self.minutes, self.positions, self.evaluations)
         checks = [
             (min(limits) >= 0, "limits must be >= 0"),
-            (any(limits), "set iterations, minutes or positions (all are 0)"),
+            (any(limits), "set iterations, minutes, positions or evaluations (all are 0)"),
             (self.anneal == "iteration" or self.minutes > 0, "anneal 'budget' needs minutes"),
             (not self.fill or (self.minutes > 0 and self.fit), "fill needs minutes and fit"),
         ]
@@ -93,6 +97,13 @@ class GenerateSection:
     nscl_raise: float = 0.0
     """contempt: when an iteration's (w+l)/d falls below 1, multiply N_scl by this (0 = fixed;
     the search-contempt paper raises N_scl as games get drawish)."""
+    temperature_raise: float = 0.0
+    """selfplay: when an iteration's (w+l)/d falls below 1, multiply the move temperature
+    (search.temperature) by this (0 = fixed): PUCT made as decisive as search-contempt's
+    adapted N_scl keeps its games, the control that tells "more decisive games" from "an
+    asymmetric search" (``frugalzero experiment``, configs/experiments/pilot.toml)."""
+    max_temperature: float = bounded(4.0, 0, 100)
+    """The most ``temperature_raise`` raises the move temperature to."""
     openings: str = ""
     """Opening book (EPD or PGN) for every generator; empty = each generator's default."""
 
@@ -101,6 +112,7 @@ class GenerateSection:
             (min(self.games, self.steps, self.pgn_min_elo) >= 0, "counts must be >= 0"),
             (self.window >= 0, "window must be >= 0"),
             (self.nscl_raise >= 0, "nscl_raise must be >= 0 (0 = fixed)"),
+            (self.temperature_raise >= 0, "temperature_raise must be >= 0 (0 = fixed)"),
         ]
         check(self, "generate", checks)
 

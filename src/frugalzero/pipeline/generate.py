@@ -2,12 +2,18 @@
 
 Every generator writes small shards as games finish, so a killed step keeps what it finished,
 and on resume the step makes only the rest. Game ids are unique within a run: ``iK-`` names
-the iteration. Stockfish's games (sfgames) are numbered, each a function of the run's seed,
-the iteration and its number, and written in number order whatever order they finish in, so
-a resume plays exactly the missing numbers and a run killed any number of times has the games,
-in the same order, of one that never was. The other methods' games depend on the processes
-that play them; a resume plays the rest with a fresh seed (its ids carry the games already
-done, ``rN-``), so new games are not the lost ones replayed.
+the iteration. Stockfish's games (sfgames) and self-play's (selfplay, contempt, gumbel) are
+numbered, each a function of the run's seed, the iteration and its number, and written in
+number order whatever order they finish in, so a resume plays exactly the missing numbers and
+a run killed any number of times has the games, in the same order, of one that never was
+(self-play's, where the network's answer to a position does not depend on the batch it came
+in: bf16 on a CPU, not fp32, whose matrix products are blocked by batch size). ε-Explore's
+playouts depend on the processes that play them; a resume plays the rest with a fresh seed
+(its ids carry the playouts already done, ``rN-``), so new ones are not the lost ones replayed.
+
+A self-play generation reports its network ``evaluations``: the simulations its games' searches
+ran (each asks the network for one leaf; the evaluator's cache answers some), summed from the
+games on disk, so a budget counted in them is the same after a kill.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalzero.data.records import GameRecord
-from frugalzero.data.shards import ShardWriter, read_columns, scan_shards
+from frugalzero.data.shards import ShardWriter, read_columns, read_shard, scan_shards
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.scale.runner import Runner
 
@@ -69,6 +75,7 @@ def generate(
     nscl: float | None,
     progress: Progress,
     runner: Runner,
+    temperature: float | None = None,
 ) -> dict[str, Any]:
     """Fill ``out`` with this iteration's data, the games and playouts played by ``runner``;
     returns the generator's report."""
@@ -81,14 +88,13 @@ def generate(
     report: dict[str, Any] = {"resumed_with": done} if done else {}
     if method == "sfgames":
         report |= _sfgames(config, runner, out, iteration, target, progress)
+    elif method in ("selfplay", "contempt", "gumbel"):
+        adapted = {"nscl": nscl, "temperature": temperature}
+        report |= _selfplay(config, runner, out, net_path, iteration, target, adapted, progress)
     elif remaining:
         seed = _seed(config, iteration, done)
         prefix = f"i{iteration}-r{done}-"
-        if method in ("selfplay", "contempt", "gumbel"):
-            report |= _selfplay(
-                config, runner, out, net_path, remaining, seed, nscl, done, target, progress, prefix
-            )
-        elif method == "eps-explore":
+        if method == "eps-explore":
             report |= _explore(
                 config,
                 runner,
@@ -106,9 +112,12 @@ def generate(
     return report | {"games": games, "positions": positions}
 
 
-def selfplay_config(config: RunConfig, nscl: float | None):
-    """The self-play config of this run's method (contempt and gumbel set their search)."""
+def selfplay_config(config: RunConfig, nscl: float | None, temperature: float | None = None):
+    """The self-play config of this run's method (contempt and gumbel set their search), at
+    the run's adapted temperature when it has one."""
     search = config.selfplay.search
+    if temperature is not None:
+        search = dataclasses.replace(search, temperature=temperature)
     if config.method == "gumbel":
         search = dataclasses.replace(search, gumbel=True)
     elif config.method == "contempt":
@@ -120,25 +129,48 @@ def selfplay_config(config: RunConfig, nscl: float | None):
     return dataclasses.replace(config.selfplay, search=search, openings=openings)
 
 
-def _selfplay(config, runner, out, net_path, remaining, seed, nscl, done, target, progress, prefix):
+def _selfplay(config, runner, out, net_path, iteration, target, adapted, progress):
+    """Games 0 .. target - 1 of this iteration that are not on disk yet (see the module); the
+    statistics are those of every game of the iteration, read back from its shards."""
+    from frugalzero.expert.sfgames import InOrder, game_number
     from frugalzero.selfplay.stats import selfplay_stats
 
-    sp = dataclasses.replace(selfplay_config(config, nscl), games=remaining, seed=seed)
-    records: list[GameRecord] = []
-    with _writer(out) as writer:
+    sp = dataclasses.replace(
+        selfplay_config(config, adapted["nscl"], adapted["temperature"]),
+        games=target,
+        seed=_seed(config, iteration, 0),
+    )
+    prefix = f"i{iteration}-s{sp.seed}-g"  # + SelfPlayGame's own id, "s{seed}-g{number}"
+    written = {game_number(prefix, g) for g in game_ids(out)}
+    numbers = [n for n in range(target) if n not in written]
+    report: dict[str, Any] = {}
+    if numbers:
+        done = target - len(numbers)
+        with _writer(out, games_per_shard=target + 1) as writer:  # InOrder closes the shards
+            order = InOrder(writer.add, numbers, writer.flush, GAMES_PER_SHARD)
 
-        def on_game(record: GameRecord) -> None:
-            writer.add(_with_id(record, prefix))
-            records.append(record)
+            def on_game(record: GameRecord) -> None:
+                order.add(
+                    game_number(prefix, f"i{iteration}-{record.game_id}"),
+                    _with_id(record, f"i{iteration}-"),
+                )
 
-        def each(n: int) -> None:
-            progress(done + n, target)
+            def each(n: int) -> None:
+                progress(done + n, target)
 
-        run = runner.selfplay(net_path, sp, on_game, each)
+            run = runner.selfplay(net_path, sp, on_game, each, numbers=numbers)
+            order.drain()  # games after one given up (Ray) are kept
+        report["simulations_per_s"] = round(run.simulations / max(run.seconds, 1e-9), 1)
+        if "ray_workers" in run.extra:  # where the games were played (this session's)
+            keys = ("ray_workers", "nodes", "worker_deaths", "replayed", "failed")
+            report["ray"] = {k: run.extra[k] for k in keys if k in run.extra}
+    records = [r for info in scan_shards([out]) for r in read_shard(info.path)]
     stats = selfplay_stats(records)
-    stats["simulations_per_s"] = round(run.simulations / max(run.seconds, 1e-9), 1)
     stats["nscl"] = sp.search.nscl
-    return {"selfplay": stats}
+    stats["temperature"] = sp.search.temperature
+    stats |= report
+    evaluations = sum(int(r.extra.get("simulations", 0)) for r in records)
+    return {"selfplay": stats, "evaluations": evaluations}
 
 
 def _explore(

@@ -84,6 +84,8 @@ class RunLoop:
             return False
         if b.positions and s.positions >= b.positions:
             return False
+        if b.evaluations and s.evaluations >= b.evaluations:
+            return False
         if "fraction" not in s.current:  # decided once: a resumed iteration keeps its size
             s.current["fraction"] = round(
                 fraction_left(self.config, self.elapsed(), s.iterations), 4
@@ -122,7 +124,9 @@ class RunLoop:
         save_net(net, path, meta)
 
     # -- the loop -----------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self, until_iteration: int = 0) -> dict[str, Any]:
+        """Run to the budget's end, or (``until_iteration`` > 0) until that many iterations
+        have finished: ``frugalzero experiment`` interleaves its runs an iteration at a time."""
         s = self.state
         self.clock.start()
         try:
@@ -141,6 +145,8 @@ class RunLoop:
                         self._train()
                     elif s.step == "evaluate":
                         self._evaluate()
+                        if until_iteration and s.iteration >= until_iteration:
+                            break
         finally:
             self.clock.stop()
             self.metrics.close()
@@ -163,11 +169,14 @@ class RunLoop:
                 progress.update(task, completed=done, total=total)
 
             config = self.iteration_config()
-            report = generate(config, out, k, net_path, meta.net_id, s.nscl, update, self.runner)
+            report = generate(
+                config, out, k, net_path, meta.net_id, s.nscl, update, self.runner, s.temperature
+            )
         if s.current.get("fraction", 1.0) < 1:
             report["fraction"] = s.current["fraction"]
         s.current["generation"] = report
         s.positions += report.get("positions", 0)
+        s.evaluations += report.get("evaluations", 0)
         self._next_step("train")
 
     def _trainer_for(self):
@@ -257,6 +266,7 @@ class RunLoop:
         if record.accepted:
             s.best = net
         self._adapt_nscl(generation)
+        self._adapt_temperature(generation)
         s.iterations.append(record)
         s.iteration = k
         s.current = {}
@@ -290,6 +300,25 @@ class RunLoop:
             self.state.nscl = nscl * raise_by
             self.console.print(f"(w+l)/d = {ratio:.2f} < 1: N_scl raised to {self.state.nscl:g}")
 
+    def _adapt_temperature(self, generation: dict[str, Any]) -> None:
+        """selfplay: raise the move temperature when games get drawish ((w+l)/d below 1)."""
+        g = self.config.generate
+        stats = generation.get("selfplay", {})
+        if (
+            self.config.method != "selfplay"
+            or not g.temperature_raise
+            or "temperature" not in stats
+        ):
+            return
+        ratio = stats.get("w_plus_l_over_d")
+        if ratio is not None and ratio < 1 and stats["temperature"] < g.max_temperature:
+            self.state.temperature = min(
+                stats["temperature"] * g.temperature_raise, g.max_temperature
+            )
+            self.console.print(
+                f"(w+l)/d = {ratio:.2f} < 1: temperature raised to {self.state.temperature:g}"
+            )
+
     def _finish(self) -> None:
         s = self.state
         if s.iterations and not s.final and self.config.evaluation.final_games:
@@ -318,6 +347,7 @@ class RunLoop:
             "method": self.config.method,
             "iterations": s.iteration,
             "positions": s.positions,
+            "evaluations": s.evaluations,
             "minutes": round(s.elapsed_s / 60, 2),
             "train_minutes": round(sum(r.train_s for r in s.iterations) / 60, 2),
             "final_net": str(self.dir / last),

@@ -21,9 +21,17 @@ _GAME_INDEX = re.compile(r"g(\d+)$")
 
 
 def _where() -> dict[str, Any]:
+    """Where the worker runs: its process, its machine's IP (``node``) and its Ray node's id
+    (``node_id``: several nodes can share one IP, e.g. a test cluster on one machine)."""
     import ray
 
-    return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "error": ""}
+    node_id = ray.get_runtime_context().get_node_id()
+    return {
+        "pid": os.getpid(),
+        "node": ray.util.get_node_ip_address(),
+        "node_id": node_id,
+        "error": "",
+    }
 
 
 def game_index(game_id: str) -> int:

@@ -7,7 +7,7 @@ does not depend on where the games were played.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,8 +28,10 @@ class Runner(Protocol):
         config: SelfPlayConfig,
         on_game: Callable[[GameRecord], None],
         progress: Callable[[int], None] | None = None,
+        numbers: Sequence[int] | None = None,
     ) -> SelfPlayRun:
-        """Play ``config.games`` games; every finished game goes to ``on_game`` here."""
+        """Play ``config.games`` games (those numbered ``numbers`` of them, when given); every
+        finished game goes to ``on_game`` here."""
         ...
 
     def playout_pool(self, engine: EngineConfig, workers: int) -> AbstractContextManager[Any]:
@@ -47,10 +49,10 @@ class Runner(Protocol):
 class LocalRunner:
     """This machine: a process pool for self-play, ``StockfishPool`` for playouts."""
 
-    def selfplay(self, net_path, config, on_game, progress=None) -> SelfPlayRun:
+    def selfplay(self, net_path, config, on_game, progress=None, numbers=None) -> SelfPlayRun:
         from frugalzero.selfplay.play import run_selfplay
 
-        return run_selfplay(net_path, config, on_game, progress)
+        return run_selfplay(net_path, config, on_game, progress, numbers)
 
     def playout_pool(self, engine: EngineConfig, workers: int):
         from frugalzero.expert.pool import StockfishPool
@@ -87,11 +89,11 @@ class RayRunner:
         self._started = connect(self.address, self.config)
         self._connected = True
 
-    def selfplay(self, net_path, config, on_game, progress=None) -> SelfPlayRun:
+    def selfplay(self, net_path, config, on_game, progress=None, numbers=None) -> SelfPlayRun:
         from frugalzero.scale.selfplay import ray_selfplay
 
         self._connect()
-        return ray_selfplay(net_path, config, on_game, progress, self.config)
+        return ray_selfplay(net_path, config, on_game, progress, self.config, numbers=numbers)
 
     def playout_pool(self, engine: EngineConfig, workers: int):
         """Ray sizes the pool (``RayConfig.workers``); ``workers`` is the local pool's figure."""

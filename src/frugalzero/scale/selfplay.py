@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from frugalzero.data.records import GameRecord
 from frugalzero.scale.config import RayConfig
@@ -36,19 +37,20 @@ def ray_selfplay(
     progress: Callable[[int], None] | None = None,
     ray: RayConfig | None = None,
     workers_hook: Callable[[object], None] | None = None,
+    numbers: Sequence[int] | None = None,
 ) -> SelfPlayRun:
     """Play ``config.games`` games on Ray workers (Ray must be connected: ``connect``);
     every finished game goes to ``on_game`` here. ``workers_hook`` sees the ``RayWorkers``
-    once they run (tests use it to kill one)."""
+    once they run (tests use it to kill one). ``numbers``: only those games of the run."""
     from frugalzero.scale.actors import SelfPlayWorker
     from frugalzero.scale.cluster import worker_count
     from frugalzero.scale.netref import publish_net
     from frugalzero.scale.workers import RayWorkers
-    from frugalzero.selfplay.game import game_starts
+    from frugalzero.selfplay.play import selected_starts
 
     ray = ray or RayConfig()
     started = time.perf_counter()
-    starts = game_starts(config)
+    starts = selected_starts(config, numbers)
     payload, meta = publish_net(net_path)  # a bad file is reported here, before any worker
     workers = worker_count(ray, len(starts))
     chunk = selfplay_chunk(config, ray, len(starts), workers)
@@ -90,11 +92,14 @@ def ray_selfplay(
     return total
 
 
-def ray_counts(pool) -> dict[str, int]:
-    """What a run's workers went through: deaths, games handed out again, games given up."""
+def ray_counts(pool) -> dict[str, Any]:
+    """What a run's workers went through: deaths, games handed out again, games given up; the
+    Ray nodes its workers ran on (``nodes``, counted by node id, not IP: nodes can share a
+    machine) and the games each node played (``ray_nodes``: node id -> games)."""
     return {
         "worker_deaths": pool.deaths,
         "replayed": pool.replayed,
         "failed": pool.failed,
-        "nodes": len({info.get("node", "") for info in pool.info}),
+        "nodes": len({info.get("node_id") or info.get("node", "") for info in pool.info}),
+        "ray_nodes": dict(sorted(pool.results_by_node.items())),
     }

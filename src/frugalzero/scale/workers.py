@@ -8,10 +8,11 @@ ones are never redone and a late duplicate is dropped, so every item is counted 
 We do this ourselves rather than with Ray's task retries or actor restarts, which would replay
 a whole chunk or forget which of its items were done.
 
-A worker actor has ``ready() -> dict`` (``pid``, ``node``, ``error``: a constructor failure
-as one line) and a generator method that takes the chunk as its last argument and yields
-``(outcomes, counters)``: ``outcomes`` a list of ``(key, result, error)`` (``result`` None
-when the item failed for good, ``error`` saying why) and ``counters`` numbers to add up.
+A worker actor has ``ready() -> dict`` (``pid``, ``node``, ``node_id``, ``error``: a
+constructor failure as one line) and a generator method that takes the chunk as its last
+argument and yields ``(outcomes, counters)``: ``outcomes`` a list of ``(key, result, error)``
+(``result`` None when the item failed for good, ``error`` saying why) and ``counters`` numbers
+to add up.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class _Slot:
     starting: Any = None  # ObjectRef of ready() until the worker answered
     pid: int = 0
     node: str = ""
+    node_id: str = ""  # the Ray node (several may share an IP)
     stream: Any = None  # ObjectRefGenerator of the chunk being worked on
     chunk: dict[Hashable, Any] = field(default_factory=dict)  # unfinished items by key
     started_at: float = field(default_factory=time.monotonic)
@@ -67,6 +69,7 @@ class RayWorkers:
         self.failed = 0
         self.duplicates = 0
         self.info: list[dict[str, Any]] = []
+        self.results_by_node: dict[str, int] = {}  # items finished (with a result) per node id
         self.slots = [self._start() for _ in range(count)]
         try:
             self._await_started()
@@ -215,6 +218,7 @@ class RayWorkers:
         if info.get("error"):
             raise UserError(info["error"])
         slot.pid, slot.node = int(info["pid"]), str(info.get("node", ""))
+        slot.node_id = str(info.get("node_id", ""))
         self.info.append(info)
 
     def _check_start_timeout(self, every: bool = False) -> None:
@@ -271,6 +275,8 @@ class RayWorkers:
             done.add(k)
             if result is None:
                 self.failed += 1
+            else:
+                self.results_by_node[slot.node_id] = self.results_by_node.get(slot.node_id, 0) + 1
             out.append((item, result, error))
         return out
 
@@ -281,7 +287,7 @@ class RayWorkers:
             pass
         fresh = self._start()
         slot.actor, slot.starting, slot.started_at = fresh.actor, fresh.starting, time.monotonic()
-        slot.pid, slot.node, slot.stream, slot.chunk = 0, "", None, {}
+        slot.pid, slot.node, slot.node_id, slot.stream, slot.chunk = 0, "", "", None, {}
 
 
 def _same(a: Any, b: Any) -> bool:

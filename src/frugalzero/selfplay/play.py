@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +50,7 @@ class _Slot:
 
     def _begin(self, start: GameStart) -> None:
         self.game = SelfPlayGame(start, self._config, self._net_id)
+        self._sims = 0
         self.tree = self.game.tree
 
     def on_search_done(self) -> bool:
@@ -57,9 +58,15 @@ class _Slot:
         if not game.over:
             self._stats["moves"] += 1
             self._stats["sims"] += self.tree.started
+            self._sims += self.tree.started
             if game.step():
                 return True
-        self._done(game.record())
+        record = game.record()
+        # the game's own count of the network evaluations its searches asked for (one a
+        # simulation, cache hits included): a sum over the games that does not depend on which
+        # session played them, for budgets counted in evaluations (``pipeline.generate``)
+        record.extra["simulations"] = str(self._sims)
+        self._done(record)
         self.tree.close()
         start = next(self._starts, None)
         if start is None:
@@ -149,6 +156,13 @@ def play_games(
     )
 
 
+def selected_starts(config: SelfPlayConfig, numbers: Sequence[int] | None) -> list[GameStart]:
+    """The run's game starts, or those numbered ``numbers`` (each start is a function of the
+    seed and its number, so a subset is the same games as in the whole run)."""
+    starts = game_starts(config)
+    return starts if numbers is None else [starts[i] for i in numbers]
+
+
 def worker_count(config: SelfPlayConfig) -> int:
     """Workers to use: as configured, else every core but one when the network runs on CUDA
     (the search is then the bottleneck) and one per two cores on a CPU (the network needs the
@@ -187,15 +201,17 @@ def run_selfplay(
     config: SelfPlayConfig,
     on_game: Callable[[GameRecord], None],
     progress: Callable[[int], None] | None = None,
+    numbers: Sequence[int] | None = None,
 ) -> SelfPlayRun:
-    """Play ``config.games`` games with the network at ``net_path``; every finished game goes
-    to ``on_game`` in the calling process (in finishing order)."""
+    """Play ``config.games`` games with the network at ``net_path`` (only the games numbered
+    ``numbers`` of them, when given: a resumed generation plays the missing ones); every
+    finished game goes to ``on_game`` in the calling process (in finishing order)."""
     from frugalzero.nn.checkpoint import load_net
     from frugalzero.nn.evaluator import Evaluator
     from frugalzero.nn.server import InferenceServer
 
-    starts = game_starts(config)
-    workers = worker_count(config)
+    starts = selected_starts(config, numbers)
+    workers = min(worker_count(config), max(1, len(starts)))
     net, meta = load_net(net_path)  # a bad file is reported here, before any worker starts
     done = 0
 

@@ -1,0 +1,185 @@
+"""An experiment's spec: a TOML file naming the arms, the paired seeds, the budget, how nets
+are rated and the decision rule, all fixed before it runs (``docs/experiment.md``).
+
+The spec is the experiment's identity: its canonical form (the parsed values, not the file's
+comments or layout) is hashed when the experiment starts, and a resume with a spec that differs
+is refused by its first differing key, so no result mixes two designs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from frugalzero.config import bounded, check, from_dict, read_toml
+from frugalzero.errors import UserError
+
+SPECS = Path(__file__).resolve().parent.parent / "configs" / "experiments"
+
+
+@dataclass
+class ArmSpec:
+    """One way of making data: a run preset with overrides."""
+
+    name: str = ""
+    """Short name (a folder name: letters, digits, '-', '_')."""
+    description: str = ""
+    """What the arm is, in a line (the page's legend)."""
+    preset: str = "smoke"
+    """The ``frugalzero run`` preset (or TOML file) the arm starts from."""
+    method: str = ""
+    """The run's ``--method``; empty = the preset's."""
+    set: list[str] = field(default_factory=list)
+    """Overrides of the preset, in ``--set key=value`` syntax."""
+
+    def __post_init__(self) -> None:
+        ok = bool(self.name) and all(c.isalnum() or c in "-_" for c in self.name)
+        check(self, "arm", [(ok, f"name {self.name!r} must be letters, digits, '-' or '_'")])
+
+
+@dataclass
+class BudgetSpec:
+    """What each arm-seed may spend; it stops at the first limit reached (0 = none)."""
+
+    evaluations: int = bounded(0, 0, 10**15)
+    """Network evaluations of generation per arm-seed (what self-play methods spend: one a
+    simulation of their searches)."""
+    cpu_seconds: float = bounded(0.0, 0, 10**12)
+    """CPU seconds of this machine's processes per arm-seed (what Stockfish-labelled methods
+    spend); counted per finished iteration."""
+    minutes: float = bounded(0.0, 0, 10**9)
+    """Wall-clock minutes per arm-seed (the run's own ``budget.minutes``, its last iteration
+    cut to fit): what a comparison of GPU-hours spends."""
+    checkpoints: list[float] = field(default_factory=lambda: [0.5, 1.0])
+    """Fractions of the budget at which the net is kept and rated (the initial net always
+    is): the first iteration reaching each one."""
+
+    def __post_init__(self) -> None:
+        points = self.checkpoints
+        checks = [
+            (
+                sum(x > 0 for x in (self.evaluations, self.cpu_seconds, self.minutes)) == 1,
+                "set one of evaluations, cpu_seconds and minutes",
+            ),
+            (bool(points) and all(0 < p <= 1 for p in points), "checkpoints must be in (0, 1]"),
+            (points == sorted(set(points)), "checkpoints must increase"),
+            (bool(points) and points[-1] == 1.0, "the last checkpoint must be 1.0"),
+        ]
+        check(self, "budget", checks)
+
+    def amount(self) -> float:
+        """The budget in its unit."""
+        return float(self.evaluations or self.cpu_seconds or self.minutes)
+
+    @property
+    def unit(self) -> str:
+        if self.evaluations:
+            return "evaluations"
+        return "CPU seconds" if self.cpu_seconds else "minutes"
+
+
+@dataclass
+class RatingSpec:
+    """How every kept net is rated: the same plain-PUCT player (no noise, fixed nodes)
+    against fixed anchors whose ratings come from the calibrated ladder."""
+
+    nodes: int = bounded(100, 1, 10**8)
+    """Search nodes per move of the rated nets."""
+    games: int = bounded(40, 2, 10**6)
+    """Games of each kept net against each anchor (opening pairs, colours swapped)."""
+    anchors: list[str] = field(default_factory=lambda: ["random"])
+    """Engine specs on the calibrated ladder (``frugalzero ladder --show``)."""
+    opening_plies: int = bounded(8, 0, 400)
+    """Random opening plies of every rating game (the same openings for every net)."""
+
+    def __post_init__(self) -> None:
+        checks = [
+            (bool(self.anchors), "name at least one anchor"),
+            (self.games % 2 == 0, "games must be even (opening pairs)"),
+        ]
+        check(self, "rating", checks)
+
+
+@dataclass
+class DecisionSpec:
+    """The decision rule, written before the experiment runs."""
+
+    baseline: str = ""
+    """The arm every other arm is compared with; empty = the first arm."""
+    confidence: float = bounded(0.95, 0.5, 0.999)
+    """Of the interval of each difference of arm means."""
+    seed_sd: float = bounded(120.0, 0, 10_000)
+    """Assumed standard deviation of one seed's final Elo (the spread of earlier runs of one
+    recipe); with the seeds and ``power`` it gives the minimum detectable effect."""
+    power: float = bounded(0.8, 0.5, 0.999)
+    """Power at which the minimum detectable effect is stated."""
+
+
+@dataclass
+class ExperimentSpec:
+    """A paired, multi-seed comparison of data methods at equal compute."""
+
+    name: str = ""
+    """The experiment's name (its default folder: runs/experiments/NAME)."""
+    description: str = ""
+    question: str = ""
+    """The question it answers, in a sentence (the page's headline)."""
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    """Seed k gives every arm the same initial net, run seed, openings and random streams."""
+    set: list[str] = field(default_factory=list)
+    """Overrides for every arm (before each arm's own)."""
+    budget: BudgetSpec = field(default_factory=BudgetSpec)
+    rating: RatingSpec = field(default_factory=RatingSpec)
+    decision: DecisionSpec = field(default_factory=DecisionSpec)
+    arm: list[ArmSpec] = field(default_factory=list)
+    """The arms (``[[arm]]`` tables), at least two."""
+
+    def __post_init__(self) -> None:
+        names = [a.name for a in self.arm]
+        checks = [
+            (bool(self.name), "name the experiment"),
+            (len(self.arm) >= 2, "an experiment compares at least two arms ([[arm]])"),
+            (len(set(names)) == len(names), "arm names must differ"),
+            (bool(self.seeds) and len(set(self.seeds)) == len(self.seeds), "seeds must differ"),
+            (not self.decision.baseline or self.decision.baseline in names, "baseline: no arm"),
+        ]
+        check(self, "experiment", checks)
+
+    @property
+    def baseline(self) -> str:
+        return self.decision.baseline or self.arm[0].name
+
+    def canonical(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def sha256(self) -> str:
+        text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def checkpoints(self) -> list[float]:
+        """The budget's checkpoints in its unit."""
+        total = self.budget.amount()
+        if self.budget.minutes:
+            return [round(p * total, 3) for p in self.budget.checkpoints]
+        return [math.ceil(p * total) for p in self.budget.checkpoints]
+
+
+def spec_path(name: str) -> Path:
+    """A spec file, or a spec shipped in configs/experiments/ by name."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    shipped = SPECS / f"{name}.toml"
+    if shipped.is_file():
+        return shipped
+    known = ", ".join(sorted(p.stem for p in SPECS.glob("*.toml")))
+    raise UserError(f"{name}: no such experiment spec (a TOML file, or one of: {known})")
+
+
+def load_spec(name: str) -> ExperimentSpec:
+    path = spec_path(name)
+    return from_dict(ExperimentSpec, read_toml(path), str(path))

@@ -1,0 +1,257 @@
+"""``frugalzero experiment``: the spec, the decision rule's statistics, the interleaved order,
+a changed spec refused, and an experiment killed at seeded moments ending as one never killed."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from frugalzero.errors import UserError
+from frugalzero.experiment.spec import SPECS, ExperimentSpec, load_spec
+from frugalzero.experiment.verdict import (
+    compare,
+    interval,
+    mean_curve,
+    minimum_detectable_effect,
+    t_quantile,
+)
+from frugalzero.runtime.interpreter import own_code_env
+
+SMOKE = SPECS / "smoke.toml"
+
+
+# -- the spec ---------------------------------------------------------------------------------
+def test_the_smoke_spec_is_two_arms_of_two_paired_seeds() -> None:
+    spec = load_spec("smoke")
+    assert [a.name for a in spec.arm] == ["puct", "contempt"] and spec.seeds == [0, 1]
+    assert spec.baseline == "puct"
+    assert spec.checkpoints() == [3000, 6000]
+
+
+def _spec_file(tmp_path: Path, replace: dict[str, str] | None = None) -> Path:
+    text = SMOKE.read_text()
+    for old, new in (replace or {}).items():
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "old, new, field",
+    [
+        ("checkpoints = [0.5, 1.0]", "checkpoints = [0.5]", "the last checkpoint must be 1.0"),
+        ('baseline = "puct"', 'baseline = "nobody"', "baseline"),
+        ("seeds = [0, 1]", "seeds = [1, 1]", "seeds must differ"),
+        ('name = "contempt"', 'name = "puct"', "arm names must differ"),
+        ("games = 8", "games = 7", "games must be even"),
+    ],
+)
+def test_a_bad_spec_is_one_line_naming_its_field(tmp_path, old, new, field) -> None:
+    with pytest.raises(UserError) as error:
+        load_spec(str(_spec_file(tmp_path, {old: new})))
+    assert field in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_changed_spec_is_refused_by_its_first_difference(tmp_path) -> None:
+    from rich.console import Console
+
+    from frugalzero.experiment.runner import Experiment
+
+    directory = tmp_path / "exp"
+    first = _spec_file(tmp_path)
+    Experiment(load_spec(str(first)), first, directory, Console(quiet=True))
+    Experiment(load_spec(str(first)), first, directory, Console(quiet=True))  # same: opens
+    changed = _spec_file(tmp_path, {"evaluations = 6000": "evaluations = 7000"})
+    with pytest.raises(UserError) as error:
+        Experiment(load_spec(str(changed)), changed, directory, Console(quiet=True))
+    message = str(error.value)
+    assert "budget.evaluations: 6000 then, 7000 now" in message and "\n" not in message
+    arm = _spec_file(tmp_path, {'"selfplay.search.nscl=5"': '"selfplay.search.nscl=10"'})
+    with pytest.raises(UserError, match=r"arm\.contempt\.set"):
+        Experiment(load_spec(str(arm)), arm, directory, Console(quiet=True))
+
+
+def test_each_arm_seed_is_its_arm_with_the_seeds_shared_by_every_arm(tmp_path) -> None:
+    from rich.console import Console
+
+    from frugalzero.experiment.runner import Experiment
+
+    spec = load_spec("smoke")
+    exp = Experiment(spec, SMOKE, tmp_path / "exp", Console(quiet=True))
+    puct, contempt = (exp.run_config(arm, 1) for arm in spec.arm)
+    assert (puct.method, contempt.method) == ("selfplay", "contempt")
+    assert puct.seed == contempt.seed == 1 and puct.net.seed == contempt.net.seed == 1
+    assert puct.budget.evaluations == 6000 and puct.budget.iterations == 0
+    assert contempt.selfplay.search.nscl == 5 and puct.selfplay.search.simulations == 8
+    assert puct.evaluation.games_vs_best == 0  # the experiment rates the nets itself
+    assert exp.run_config(spec.arm[0], 0).seed == 0
+
+
+def test_the_next_iteration_goes_to_the_arm_seed_that_spent_least(tmp_path, monkeypatch):
+    from rich.console import Console
+
+    from frugalzero.experiment.runner import Experiment
+
+    spec = load_spec("smoke")
+    exp = Experiment(spec, SMOKE, tmp_path / "exp", Console(quiet=True))
+    spent = {("puct", 0): 10, ("contempt", 0): 5, ("puct", 1): 5, ("contempt", 1): 7}
+    monkeypatch.setattr(exp, "spent", lambda arm, seed: spent[(arm.name, seed)])
+    arm, seed = exp.next_key()
+    assert (arm.name, seed) == ("contempt", 0)  # ties: the first seed, then the first arm
+    exp.progress(arm, seed).done = True
+    arm, seed = exp.next_key()
+    assert (arm.name, seed) == ("puct", 1)
+
+
+# -- the decision rule ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "p, df, table", [(0.975, 1, 12.706), (0.975, 2, 4.303), (0.975, 9, 2.262), (0.8, 2, 1.061)]
+)
+def test_t_quantiles_match_the_table(p, df, table) -> None:
+    assert t_quantile(p, df) == pytest.approx(table, abs=1e-3)
+    assert t_quantile(1 - p, df) == pytest.approx(-table, abs=1e-3)
+
+
+def test_the_minimum_detectable_effect_shrinks_as_root_n() -> None:
+    assert minimum_detectable_effect(1, 120, 0.95, 0.8) is None
+    three = minimum_detectable_effect(3, 120, 0.95, 0.8)
+    assert three == pytest.approx((4.303 + 1.061) * 120 * math.sqrt(2 / 3), rel=1e-3)
+    big = minimum_detectable_effect(400, 120, 0.95, 0.8)
+    assert big == pytest.approx((1.966 + 0.842) * 120 * math.sqrt(2 / 400), rel=1e-2)
+
+
+def test_an_interval_adds_the_rating_error_to_the_spread() -> None:
+    mean, low, high = interval([10.0, 30.0], [0.0, 0.0], 0.95)
+    assert mean == 20 and high - mean == pytest.approx(12.706 * math.sqrt(200 / 2), rel=1e-3)
+    _, low2, high2 = interval([10.0, 30.0], [30.0, 30.0], 0.95)
+    assert high2 - low2 > high - low
+    one = interval([50.0], [10.0], 0.95)
+    assert one == pytest.approx((50.0, 50 - 19.6, 50 + 19.6), abs=0.01)
+
+
+def _arm(name: str, elos: dict[int, float | None], sigma: float = 5.0) -> dict[str, Any]:
+    seeds = []
+    for seed, elo in elos.items():
+        kept = [{"checkpoint": 0, "evaluations": 0, "elo": 500.0, "sigma": sigma}]
+        kept.append({"checkpoint": 100, "evaluations": 110, "elo": elo, "sigma": sigma})
+        seeds.append({"seed": seed, "kept": kept})
+    return {"name": name, "seeds": seeds}
+
+
+def test_paired_differences_decide_better_worse_or_inconclusive() -> None:
+    base = _arm("puct", {0: 600, 1: 700, 2: 650})
+    better = compare(_arm("c", {0: 700, 1: 805, 2: 748}), base, 100, 0.95)
+    assert better["conclusion"] == "better" and better["differences"] == [100, 105, 98]
+    assert better["pairs"] == 3 and better["ci95"][0] > 0
+    worse = compare(_arm("c", {0: 500, 1: 601, 2: 548}), base, 100, 0.95)
+    assert worse["conclusion"] == "worse"
+    noisy = compare(_arm("c", {0: 900, 1: 500, 2: 650}), base, 100, 0.95)
+    assert noisy["conclusion"] == "inconclusive" and noisy["ci95"][0] < 0 < noisy["ci95"][1]
+    partial = compare(_arm("c", {0: 700, 1: None, 5: 800}), base, 100, 0.95)
+    assert partial["pairs"] == 1  # seed 1 unrated, seed 5 has no baseline
+    none = compare(_arm("c", {1: None}), base, 100, 0.95)
+    assert none["conclusion"] == "not yet rated" and none["difference"] is None
+
+
+def test_the_mean_curve_averages_the_seeds_rated_at_each_checkpoint() -> None:
+    curve = mean_curve(_arm("a", {0: 600, 1: 700, 2: None})["seeds"], 0.95)
+    assert [c["seeds"] for c in curve] == [3, 2]
+    assert curve[1]["elo"] == 650 and curve[1]["evaluations"] == 110
+
+
+def test_the_verdict_states_the_rule_and_the_effect_it_can_detect() -> None:
+    from frugalzero.experiment.verdict import verdict
+
+    spec = load_spec("smoke")
+    arms = [_arm("puct", {0: 600, 1: 700}), _arm("contempt", {0: 650, 1: 760})]
+    for arm in arms:
+        for seed in arm["seeds"]:
+            seed["kept"][1]["checkpoint"] = spec.checkpoints()[-1]
+    result = verdict(spec, arms, complete=True)
+    assert result["comparisons"][0]["difference"] == 55.0
+    assert "contempt vs puct: +55 Elo" in result["text"] and "inconclusive" in result["text"]
+    assert result["mde_elo"] == pytest.approx(minimum_detectable_effect(2, 120, 0.95, 0.8), abs=0.1)
+    assert "so far" in verdict(spec, arms, complete=False)["text"]
+    assert isinstance(spec, ExperimentSpec)
+
+
+# -- killed at seeded moments -------------------------------------------------------------------
+# the smoke spec made small: one short iteration of four games per half budget, two rating games
+SMALL = {
+    '"generate.games=8"': '"generate.games=4"',
+    '"selfplay.max_plies=60"': '"selfplay.max_plies=30"',
+    "evaluations = 6000": "evaluations = 1500",
+    "games = 8": "games = 2",
+}
+KILLS = 8
+SEED = 61
+TIMING = {"wall_s", "cpu_s", "minutes"}
+
+
+def _comparable(value: Any, directory: Path) -> Any:
+    """``value`` without what measures time, its paths relative to the experiment."""
+    if isinstance(value, dict):
+        return {k: _comparable(v, directory) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [_comparable(v, directory) for v in value]
+    if isinstance(value, str):
+        return value.replace(str(directory.resolve()), "EXP")
+    return value
+
+
+def _command(spec: Path, directory: Path) -> list[str]:
+    return [sys.executable, "-m", "frugalzero", "experiment", str(spec), "--dir", str(directory)]
+
+
+def _finish(spec: Path, directory: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        _command(spec, directory), env=own_code_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((directory / "experiment.json").read_text())
+
+
+@pytest.mark.slow
+def test_an_experiment_killed_many_times_ends_as_one_never_killed(tmp_path) -> None:
+    """Self-play games are numbered and replayed from their seeds, training resumes exactly,
+    rating matches are replayed whole: the results are the same whatever the kills. (The
+    network's answer must not depend on its batch: bf16 on this CPU; see pipeline.generate.)"""
+    spec = _spec_file(tmp_path, SMALL)
+    clean = _finish(spec, tmp_path / "clean")
+    assert clean["complete"] and clean["verdict"]["comparisons"][0]["pairs"] == 2
+    killed_dir = tmp_path / "killed"
+    rng = random.Random(SEED)
+    kills = 0
+    for _ in range(KILLS):
+        proc = subprocess.Popen(
+            _command(spec, killed_dir),
+            env=own_code_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        time.sleep(rng.uniform(3.0, 9.0))
+        if proc.poll() is not None:
+            break
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        kills += 1
+    assert kills >= 3, "the experiment ended before it could be killed"
+    killed = _finish(spec, killed_dir)
+    assert _comparable(killed, killed_dir) == _comparable(clean, tmp_path / "clean")
+    arms = clean["arms"]
+    assert all(len(s["kept"]) == 3 for a in arms for s in a["seeds"])  # initial + 2 points
+    assert all(k["elo"] is not None for a in arms for s in a["seeds"] for k in s["kept"])
+    assert (killed_dir / "experiment.html").is_file()
