@@ -4,7 +4,8 @@
 # methods-gpu on a GPU, benchmarks/gpu.sh), run or resumed, then its record committed.
 #   benchmarks/compare.sh [SPEC] [OUT] [frugalzero experiment options...]
 #   (defaults: methods, runs/experiments/SPEC; e.g. --ray HEAD:6379)
-# The record, benchmarks/results/experiments/SPEC/, is what benchmarks/README.md asks of one:
+# The record, benchmarks/results/experiments/SPEC/ (kept current after every step, so an
+# interrupted experiment's record is committed as it stands), is what benchmarks/README.md asks:
 # the spec as run, experiment.json (every kept net's id, a digest of its weights, and rating),
 # the page, and every rating game (ratings/*.pgn), from which the ratings recompute; no net.
 # A spec with several seeds per arm is the same command (its verdict then has an interval from
@@ -14,8 +15,5 @@ cd "$(dirname "$0")/.."
 SPEC=${1:-methods}
 NAME=$(basename "$SPEC" .toml)
 OUT=${2:-runs/experiments/$NAME}
-.venv/bin/frugalzero experiment "$SPEC" --dir "$OUT" "${@:3}"
-RESULTS=benchmarks/results/experiments/$NAME
-mkdir -p "$RESULTS/ratings"
-cp "$OUT"/{spec.toml,experiment.json,experiment.html} "$RESULTS/"
-cp "$OUT"/ratings/*.pgn "$RESULTS/ratings/"
+.venv/bin/frugalzero experiment "$SPEC" --dir "$OUT" \
+    --record "benchmarks/results/experiments/$NAME" "${@:3}"

@@ -212,7 +212,9 @@ def _comparable(value: Any, directory: Path) -> Any:
 
 
 def _command(spec: Path, directory: Path) -> list[str]:
-    return [sys.executable, "-m", "frugalzero", "experiment", str(spec), "--dir", str(directory)]
+    record = ["--record", str(directory.parent / "record")] if directory.name == "killed" else []
+    command = [sys.executable, "-m", "frugalzero", "experiment", str(spec), "--dir"]
+    return [*command, str(directory), *record]
 
 
 def _finish(spec: Path, directory: Path) -> dict[str, Any]:
@@ -251,7 +253,33 @@ def test_an_experiment_killed_many_times_ends_as_one_never_killed(tmp_path) -> N
     assert kills >= 3, "the experiment ended before it could be killed"
     killed = _finish(spec, killed_dir)
     assert _comparable(killed, killed_dir) == _comparable(clean, tmp_path / "clean")
+    record = json.loads((killed_dir.parent / "record" / "experiment.json").read_text())
+    assert _comparable(record, killed_dir) == _comparable(clean, tmp_path / "clean")
     arms = clean["arms"]
     assert all(len(s["kept"]) == 3 for a in arms for s in a["seeds"])  # initial + 2 points
     assert all(k["elo"] is not None for a in arms for s in a["seeds"] for k in s["kept"])
     assert (killed_dir / "experiment.html").is_file()
+
+
+def test_the_record_is_kept_beside_the_experiment_from_its_first_step(tmp_path) -> None:
+    from rich.console import Console
+
+    from frugalzero.experiment.runner import Experiment
+
+    record = tmp_path / "record"
+    exp = Experiment(
+        load_spec("smoke"), SMOKE, tmp_path / "exp", Console(quiet=True), record=record
+    )
+    results = exp.write()  # nothing run yet: every seed unrated, the verdict "not yet rated"
+    assert not results["complete"]
+    assert results["verdict"]["comparisons"][0]["conclusion"] == "not yet rated"
+    assert json.loads((record / "experiment.json").read_text()) == results
+    assert (record / "spec.toml").read_text() == SMOKE.read_text()
+    assert (record / "experiment.html").read_text() == (
+        tmp_path / "exp/experiment.html"
+    ).read_text()
+    (tmp_path / "exp/ratings").mkdir()
+    (tmp_path / "exp/ratings/abc-vs-random.pgn").write_text('[Event "x"]\n\n1-0\n')
+    (tmp_path / "exp/ratings/abc-vs-random.pgn.partial").write_text("cut")
+    exp.write()
+    assert [p.name for p in (record / "ratings").iterdir()] == ["abc-vs-random.pgn"]

@@ -19,6 +19,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--ray", metavar="ADDRESS", default="", help="generate on Ray: 'local' or HOST:6379"
     )
+    parser.add_argument(
+        "--record",
+        metavar="DIR",
+        help="also keep the record (spec, experiment.json, page, rating games) in DIR, "
+        "updated after every step (e.g. benchmarks/results/experiments/NAME)",
+    )
     parser.add_argument("--json", action="store_true", help="print experiment.json's verdict")
     parser.set_defaults(handler=_run)
 
@@ -33,7 +39,10 @@ def _run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     directory = Path(args.dir) if args.dir else Path("runs") / "experiments" / spec.name
     console = stderr_console()
-    experiment = Experiment(spec, spec_path(args.spec), directory, console, ray=args.ray)
+    record = Path(args.record) if args.record else None
+    experiment = Experiment(
+        spec, spec_path(args.spec), directory, console, ray=args.ray, record=record
+    )
     console.print(f"experiment {spec.name} in {directory}")
     results = experiment.run()
     if args.json:

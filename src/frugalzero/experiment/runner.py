@@ -82,12 +82,19 @@ class Experiment:
     """The experiment ``spec`` in ``directory`` (new, or one stopped with the same spec)."""
 
     def __init__(
-        self, spec: ExperimentSpec, spec_file: Path, directory: Path, console: Console, ray=""
+        self,
+        spec: ExperimentSpec,
+        spec_file: Path,
+        directory: Path,
+        console: Console,
+        ray: str = "",
+        record: Path | None = None,
     ) -> None:
         self.spec = spec
         self.dir = directory
         self.console = console
         self.ray = ray
+        self.record = record
         for arm in spec.arm:  # a bad override fails now, naming its arm, not hours in
             try:
                 self.run_config(arm, spec.seeds[0])
@@ -225,10 +232,13 @@ class Experiment:
         """The nets kept so far: the initial one, then the first iteration reaching each
         checkpoint of the budget."""
         state = self.run_state(arm, seed)
-        if state is None:
-            return []
+        if state is None or not (self.run_dir(arm, seed) / INITIAL_NET).exists():
+            return []  # not started, or killed before its first net was written
+        from frugalzero.nn.checkpoint import load_net
+
         spent = {"evaluations": 0, "cpu_s": 0.0, "minutes": 0.0}
-        out = [spent | {"checkpoint": 0, "iteration": 0, "net": INITIAL_NET}]
+        initial = load_net(self.run_dir(arm, seed) / INITIAL_NET)[1].net_id
+        out = [spent | {"checkpoint": 0, "iteration": 0, "net": INITIAL_NET, "net_id": initial}]
         cpu = self.progress(arm, seed).cpu_s
         points = iter(self.spec.checkpoints())
         point = next(points, None)
@@ -241,13 +251,14 @@ class Experiment:
             unit = self._unit_key()
             while point is not None and spent[unit] >= point:
                 out.append(spent | {"checkpoint": point, "iteration": record.iteration})
-                out[-1]["net"] = record.net
+                out[-1] |= {"net": record.net, "net_id": record.net_id}
                 point = next(points, None)
             if state.finished and record is state.iterations[-1] and point is not None:
                 # a wall-clock budget ends where its last iteration was cut to fit, a little
                 # short of it: that net is the final checkpoint's
                 out.append(spent | {"checkpoint": self.spec.checkpoints()[-1]})
                 out[-1] |= {"iteration": record.iteration, "net": record.net}
+                out[-1]["net_id"] = record.net_id
         return out
 
     def _unit_key(self) -> str:
@@ -259,7 +270,6 @@ class Experiment:
     def _rate_kept(self) -> None:
         """Rate every kept net not rated yet (one net id once)."""
         from frugalzero.experiment.rating import anchor_ratings, rate_net
-        from frugalzero.nn.checkpoint import load_net
         from frugalzero.pipeline.assess import net_spec
 
         anchors = anchor_ratings(self.spec.rating)
@@ -271,7 +281,7 @@ class Experiment:
             config = self.run_config(arm, seed)
             config.evaluation.nodes = self.spec.rating.nodes
             for entry in kept:
-                net_id = load_net(run_dir / entry["net"])[1].net_id
+                net_id = entry["net_id"]
                 if net_id in self.state.rated and self._rated(net_id, anchors):
                     continue
                 name = self.state.rated.get(net_id) or net_spec(run_dir, entry["net"], config)
@@ -289,7 +299,6 @@ class Experiment:
     def results(self) -> dict[str, Any]:
         from frugalzero.experiment.rating import anchor_ratings, ratings
         from frugalzero.experiment.verdict import mean_curve, verdict
-        from frugalzero.nn.checkpoint import load_net
 
         anchors = anchor_ratings(self.spec.rating)
         fitted = ratings(self.dir / RATINGS, anchors)
@@ -298,7 +307,7 @@ class Experiment:
         for arm in self.spec.arm:
             seeds = []
             for seed in self.spec.seeds:
-                seeds.append(self._seed_result(arm, seed, fitted, load_net))
+                seeds.append(self._seed_result(arm, seed, fitted))
             arms.append(
                 {
                     "name": arm.name,
@@ -333,15 +342,15 @@ class Experiment:
             "verdict": verdict(spec, arms, complete),
         }
 
-    def _seed_result(self, arm: ArmSpec, seed: int, fitted, load_net) -> dict[str, Any]:
+    def _seed_result(self, arm: ArmSpec, seed: int, fitted) -> dict[str, Any]:
         run_dir = self.run_dir(arm, seed)
         state = self.run_state(arm, seed)
         progress = self.progress(arm, seed)
         kept = []
         for entry in self.kept(arm, seed):
-            net_id = load_net(run_dir / entry["net"])[1].net_id
+            net_id = entry["net_id"]
             rated = fitted.players.get(self.state.rated.get(net_id, "")) if fitted else None
-            entry = entry | {"net_id": net_id, "elo": None, "ci95": None, "games": 0}
+            entry = entry | {"elo": None, "ci95": None, "games": 0}
             if rated is not None and rated.games:
                 entry |= {
                     "player": self.state.rated[net_id],
@@ -373,7 +382,21 @@ class Experiment:
         results = self.results()
         atomic_write_text(self.dir / RESULT, to_json(results, indent=1) + "\n")
         write_page(results, self.dir / PAGE)
+        if self.record is not None:
+            self._keep_record(self.record)
         return results
+
+    def _keep_record(self, record: Path) -> None:
+        """Copy what benchmarks/README.md asks of a record (the spec, the results, the page and
+        every finished rating game; no net) to ``record``, so a long experiment's record is
+        current whenever a session ends."""
+        (record / RATINGS).mkdir(parents=True, exist_ok=True)
+        for name in (SPEC, RESULT, PAGE):
+            atomic_write_text(record / name, (self.dir / name).read_text(encoding="utf-8"))
+        for pgn in sorted((self.dir / RATINGS).glob("*.pgn")):
+            kept = record / RATINGS / pgn.name
+            if not kept.exists() or kept.stat().st_size != pgn.stat().st_size:
+                atomic_write_text(kept, pgn.read_text(encoding="utf-8"))
 
 
 OPERATIONAL = ("simulations_per_s", "ray")  # how fast and where, not what was made
