@@ -14,14 +14,16 @@ temperature, resignation), and differs from ``puct`` in one thing:
 * ``contempt-K``: the same with search-contempt at N_scl = K (``search.nscl``); at K >= the
   simulations no node of the opponent's gets past K visits, so ``contempt-32`` at 32
   simulations is PUCT again: the control;
-* ``puct-matched``: PUCT with its move temperature raised until its (W+L)/D is contempt-5's,
+* ``puct-matched``: PUCT with its move temperature moved until its (W+L)/D is contempt-5's,
   found by bisecting ``search.temperature`` (geometrically, between 1 and
-  ``--match-max-temperature``) over ``--match-rounds`` rounds of ``--match-games`` games, each
-  round recorded. The temperature rather than ``temperature_plies``: it keeps the plies that
-  are randomised (the first 30, as in training) and changes how random they are, so the
-  matched setting differs from ``puct`` in one number and leaves the middlegame, where
-  search-contempt acts, to the search. A round's (W+L)/D is a noisy measure: the bisection
-  finds a temperature within its noise, and the line records the rounds to judge by.
+  ``--match-max-temperature``, or between ``--match-min-temperature`` and 1 when contempt-5's
+  games are less decisive than PUCT's at 1) over ``--match-rounds`` rounds of
+  ``--match-games`` games, each round recorded. The temperature rather than
+  ``temperature_plies``: it keeps the plies that are randomised (the first 30, as in
+  training) and changes how random they are, so the matched setting differs from ``puct``
+  in one number and leaves the middlegame, where search-contempt acts, to the search. A
+  round's (W+L)/D is a noisy measure: the bisection finds a temperature within its noise,
+  and the line records the rounds to judge by.
 
 Each setting's statistics (``frugalzero.selfplay.stats.selfplay_stats``: W/D/L, (W+L)/D,
 distinct openings and positions, decisive value targets, root KL, ...) are one JSON line of
@@ -93,6 +95,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--match-max-temperature", type=float, default=4.0, help="bisection's upper bound (4)"
     )
     parser.add_argument(
+        "--match-min-temperature",
+        type=float,
+        default=0.25,
+        help="bisection's lower bound, used when contempt-5 is less decisive than puct (0.25)",
+    )
+    parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any SelfPlayConfig field"
     )
     parser.add_argument(
@@ -110,6 +118,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--games, --simulations, --concurrent and --match-games must be >= 1")
     if args.match_rounds < 0 or not args.match_max_temperature > 1.0:
         parser.error("--match-rounds must be >= 0 and --match-max-temperature > 1")
+    if not 0.0 < args.match_min_temperature < 1.0:
+        parser.error("--match-min-temperature must be in (0, 1)")
     return args
 
 
@@ -267,7 +277,14 @@ def matched(args: argparse.Namespace, base: SelfPlayConfig, done: dict[str, dict
         raise SystemExit(f"puct-matched needs {MATCH_TARGET} played first (--settings)")
     check_same_study(args.out, target_line, base, args.net)
     target = ratio(target_line)
-    low, high = 1.0, args.match_max_temperature
+    # the (W+L)/D of PUCT grows with its temperature: bisect above 1 when contempt-5 is more
+    # decisive than PUCT at 1, below it when it is less (a strong net's short searches with
+    # resignation are decisive already: net:small at 32 simulations, 11.5 against 9.4)
+    puct = done.get("puct")
+    if puct is not None and target < ratio(puct):
+        low, high = args.match_min_temperature, 1.0
+    else:
+        low, high = 1.0, args.match_max_temperature
     rounds = []
     for r in range(1, args.match_rounds + 1):
         temperature = math.sqrt(low * high)

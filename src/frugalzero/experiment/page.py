@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from frugalzero.report.charts import _empty, _figure, _svg
+from frugalzero.report.charts import mark_empty, new_figure, svg_text
 from frugalzero.report.page import STYLE as REPORT_STYLE
 from frugalzero.runtime.files import atomic_write_text
 
@@ -98,7 +98,7 @@ def elo_chart(experiment: dict) -> str:
     spread is what the verdict has to beat), the arm's mean thick with its 95% interval shaded;
     the anchors' ladder Elo as dotted lines."""
     spent, mean_x, label = _budget_axis(experiment)
-    fig, (ax,) = _figure(1, 3.6)
+    fig, (ax,) = new_figure(1, 3.6)
     drawn = False
     for index, arm in enumerate(experiment.get("arms") or []):
         colour = f"C{index}"
@@ -153,9 +153,9 @@ def elo_chart(experiment: dict) -> str:
         ax.set_ylabel("Elo (ladder scale)")
         ax.legend(loc="best", frameon=False, fontsize=8)
     else:
-        _empty(ax, "rating")
+        mark_empty(ax, "rating")
     ax.set_title("Elo of the kept nets: seeds thin, arm means thick (95% interval)", loc="left")
-    return _svg(fig)
+    return svg_text(fig)
 
 
 def selfplay_chart(arms: Sequence[dict]) -> str:
@@ -165,12 +165,12 @@ def selfplay_chart(arms: Sequence[dict]) -> str:
     difference in Elo, or its absence."""
     keys = [(k, t) for k, t in SELFPLAY_KEYS if any(_series(arm, k) for arm in arms)]
     if not keys:
-        fig, (ax,) = _figure(1, 1.6)
-        _empty(ax, "self-play statistics")
-        return _svg(fig)
+        fig, (ax,) = new_figure(1, 1.6)
+        mark_empty(ax, "self-play statistics")
+        return svg_text(fig)
     columns = 2 if len(keys) > 1 else 1
     rows = math.ceil(len(keys) / columns)
-    fig, _ = _figure(rows, 2.3)
+    fig, _ = new_figure(rows, 2.3)
     fig.clear()  # the report's figure (its size and text settings), laid out as a grid
     grid = fig.subplots(rows, columns, squeeze=False)
     axes = [ax for row in grid for ax in row]
@@ -194,7 +194,7 @@ def selfplay_chart(arms: Sequence[dict]) -> str:
     for ax in axes[len(keys) :]:
         ax.set_visible(False)
     fig.supxlabel("network evaluations of generation", fontsize=8)
-    return _svg(fig)
+    return svg_text(fig)
 
 
 def _budget_axis(experiment: dict) -> tuple[str, str, str]:
