@@ -35,7 +35,7 @@ def test_the_smoke_spec_is_two_arms_of_two_paired_seeds() -> None:
     spec = load_spec("smoke")
     assert [a.name for a in spec.arm] == ["puct", "contempt"] and spec.seeds == [0, 1]
     assert spec.baseline == "puct"
-    assert spec.checkpoints() == [3000, 6000]
+    assert spec.checkpoints() == [1500, 3000]
 
 
 def _spec_file(tmp_path: Path, replace: dict[str, str] | None = None) -> Path:
@@ -55,7 +55,7 @@ def _spec_file(tmp_path: Path, replace: dict[str, str] | None = None) -> Path:
         ('baseline = "puct"', 'baseline = "nobody"', "baseline"),
         ("seeds = [0, 1]", "seeds = [1, 1]", "seeds must differ"),
         ('name = "contempt"', 'name = "puct"', "arm names must differ"),
-        ("games = 8", "games = 7", "games must be even"),
+        ("games = 4", "games = 3", "games must be even"),
     ],
 )
 def test_a_bad_spec_is_one_line_naming_its_field(tmp_path, old, new, field) -> None:
@@ -73,11 +73,11 @@ def test_a_changed_spec_is_refused_by_its_first_difference(tmp_path) -> None:
     first = _spec_file(tmp_path)
     Experiment(load_spec(str(first)), first, directory, Console(quiet=True))
     Experiment(load_spec(str(first)), first, directory, Console(quiet=True))  # same: opens
-    changed = _spec_file(tmp_path, {"evaluations = 6000": "evaluations = 7000"})
+    changed = _spec_file(tmp_path, {"evaluations = 3000": "evaluations = 7000"})
     with pytest.raises(UserError) as error:
         Experiment(load_spec(str(changed)), changed, directory, Console(quiet=True))
     message = str(error.value)
-    assert "budget.evaluations: 6000 then, 7000 now" in message and "\n" not in message
+    assert "budget.evaluations: 3000 then, 7000 now" in message and "\n" not in message
     arm = _spec_file(tmp_path, {'"selfplay.search.nscl=5"': '"selfplay.search.nscl=10"'})
     with pytest.raises(UserError, match=r"arm\.contempt\.set"):
         Experiment(load_spec(str(arm)), arm, directory, Console(quiet=True))
@@ -93,7 +93,7 @@ def test_each_arm_seed_is_its_arm_with_the_seeds_shared_by_every_arm(tmp_path) -
     puct, contempt = (exp.run_config(arm, 1) for arm in spec.arm)
     assert (puct.method, contempt.method) == ("selfplay", "contempt")
     assert puct.seed == contempt.seed == 1 and puct.net.seed == contempt.net.seed == 1
-    assert puct.budget.evaluations == 6000 and puct.budget.iterations == 0
+    assert puct.budget.evaluations == 3000 and puct.budget.iterations == 0
     assert contempt.selfplay.search.nscl == 5 and puct.selfplay.search.simulations == 8
     assert puct.evaluation.games_vs_best == 0  # the experiment rates the nets itself
     assert exp.run_config(spec.arm[0], 0).seed == 0
@@ -190,10 +190,10 @@ def test_the_verdict_states_the_rule_and_the_effect_it_can_detect() -> None:
 # -- killed at seeded moments -------------------------------------------------------------------
 # the smoke spec made small: one short iteration of four games per half budget, two rating games
 SMALL = {
-    '"generate.games=8"': '"generate.games=4"',
-    '"selfplay.max_plies=60"': '"selfplay.max_plies=30"',
-    "evaluations = 6000": "evaluations = 1500",
-    "games = 8": "games = 2",
+    '"generate.games=6"': '"generate.games=4"',
+    '"selfplay.max_plies=40"': '"selfplay.max_plies=30"',
+    "evaluations = 3000": "evaluations = 1500",
+    "games = 4": "games = 2",
 }
 KILLS = 8
 SEED = 61

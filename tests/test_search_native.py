@@ -266,6 +266,8 @@ def test_noisy_self_play_games_are_identical(monkeypatch) -> None:
     assert len(records["native"]) == len(records["oracle"]) == 3
     for ref, nat in zip(records["oracle"], records["native"]):
         assert nat.moves == ref.moves and nat.result == ref.result
+        # the root KL self-play records: the same priors before noise on both cores
+        assert math.isclose(float(nat.extra["kl_sum"]), float(ref.extra["kl_sum"]), rel_tol=1e-5)
         for a, b in zip(ref.targets, nat.targets):
             assert (a is None) == (b is None)
             if a is not None:

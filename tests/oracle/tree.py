@@ -346,6 +346,15 @@ class SearchTree:
         r = self.result(lines=0)
         return SearchTarget(r.target_indices, r.target_probs, r.value, r.q)
 
+    def root_priors(self) -> tuple[np.ndarray, np.ndarray]:
+        """``NativeTree.root_priors``: the root's policy indices and the network's priors (at
+        the policy temperature) before noise; empty before the root is expanded. Read-only, so
+        self-play's statistics can run on the oracle too."""
+        root = self.root
+        if root.state != EXPANDED:
+            return np.zeros(0, np.int64), np.zeros(0)
+        return root.indices.astype(np.int64), np.asarray(root.raw)
+
     def choose_move(
         self, ply: int | None = None, temperature: float | None = None
     ) -> chess.Move | None:
