@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
 from frugalzero.nn.config import ARCHITECTURES
@@ -14,7 +15,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=9, help="interleaved measurement rounds")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
+    parser.add_argument(
+        "--precision",
+        default="auto",
+        choices=["auto", "fp32", "bf16", "fp16", "int8"],
+        help="int8 also times the net at 'auto' (bf16 on this kind of CPU) in the same rounds, "
+        "each against its own matmul peak: reference_*, over_reference",
+    )
     parser.add_argument("--backend", default="auto", choices=["auto", "process", "inline"])
     parser.add_argument("--compile", default="auto", choices=["auto", "on", "off"])
     parser.add_argument("--threads", type=int, default=0, help="0 = the evaluator's default")
@@ -60,6 +67,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # compilation; its input planes are ready in advance
         bare = BareNet(net, config, evaluator.threads, args.batch, evaluator.compiled)
         runner, planes = bare.runner, bare.planes
+        reference = None
+        if runner.precision == "int8":  # the default precision, as its evaluator would run it
+            compiles = config.compile == "on" or (
+                config.compile == "auto" and evaluator.backend == "process"
+            )
+            auto = replace(config, precision="auto")
+            reference = BareNet(net, auto, evaluator.threads, args.batch, compiles)
 
         def evaluate_stream() -> None:
             in_flight: deque = deque()
@@ -77,10 +91,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         onnx = _onnx_forward(net, planes.cpu().numpy(), evaluator.threads) if args.onnx else None
         evaluate_stream()
         rounds: dict[str, list[float]] = {"peak": [], "net": [], "eval": [], "client": []}
-        rounds["onnx"] = []
+        rounds["onnx"], rounds["ref_peak"], rounds["ref_net"] = [], [], []
         for _ in range(args.rounds):
             rounds["peak"].append(matmul_gflops(runner.dtype, runner.device, min_seconds=0.2))
             rounds["net"].append(bare.positions_per_s())
+            if reference is not None:
+                ref = reference.runner
+                rounds["ref_peak"].append(matmul_gflops(ref.dtype, ref.device, min_seconds=0.2))
+                rounds["ref_net"].append(reference.positions_per_s())
             if onnx is not None:
                 rounds["onnx"].append(rate(onnx, args.batch, min_seconds=0.3))
             rounds["eval"].append(rate(evaluate_stream, len(stream) * args.batch, 0.3, warmup=0))
@@ -92,6 +110,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         extra["onnx_positions_per_s"] = round(median(rounds["onnx"]), 1)
         ratios = [o / n for o, n in zip(rounds["onnx"], rounds["net"])]
         extra["onnx_over_net"] = round(median(ratios), 3)
+    if reference is not None:
+        extra.update(_reference(reference, rounds, flops))
+    # int8: this process's own quantize and compile of the bare net (the evaluator's inference
+    # process paid the same once)
+    extra.update({f"int8_{k}": round(v, 2) for k, v in runner.timings.items()})
     return {
         "arch": args.arch,
         "batch": args.batch,
@@ -112,6 +135,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "net_flops_per_position": flops,
         **extra,
         "rounds": args.rounds,
+    }
+
+
+def _reference(reference, rounds: dict[str, list[float]], flops: int) -> dict:
+    """The int8 net's reference, timed in the same rounds: the net at precision 'auto' against
+    its own matmul peak, and int8's positions/s over it (the median of the rounds' ratios)."""
+    from frugalzero.bench.timing import median
+
+    ref_gflops = [r * flops / 1e9 for r in rounds["ref_net"]]
+    return {
+        "reference_precision": reference.runner.precision,
+        "reference_compiled": reference.runner.compiled,
+        "reference_net_positions_per_s": round(median(rounds["ref_net"]), 1),
+        "reference_matmul_gflops": round(median(rounds["ref_peak"]), 1),
+        "reference_fraction_of_peak": round(
+            median([g / p for g, p in zip(ref_gflops, rounds["ref_peak"])]), 3
+        ),
+        "over_reference": round(
+            median([n / r for n, r in zip(rounds["net"], rounds["ref_net"])]), 3
+        ),
     }
 
 

@@ -21,6 +21,10 @@ streaming distinct positions in batches of that size with two in flight. The fig
 * ``ratio``: positions_per_s * sims_per_move / evaluator_positions_per_s (the old figure, whose
   reference streams positions built in Python).
 
+``--precision auto,int8`` measures each precision in turn, round by round, as above (its own
+self-play, bare network and evaluator stream): one set of figures each under ``precisions``,
+and ``int8_over_bf16``, the median over the rounds of int8's simulations/s over the first's.
+
 ``--workers 1,2`` measures the multi-process layout instead, each count in turn round by round:
 that many worker processes, each playing ``--games`` games, on one shared inference process
 (as ``frugalzero selfplay --workers N`` runs them), against the same raw evaluator stream.
@@ -48,7 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nscl", type=float, default=float("inf"), help="search-contempt N_scl")
     parser.add_argument("--gumbel", action="store_true", help="Gumbel root search")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
+    parser.add_argument(
+        "--precision",
+        default="auto",
+        type=_precisions,
+        help="the evaluator's precision (auto, fp32, bf16, fp16, int8), or several separated by "
+        "commas (e.g. auto,int8), measured in alternating rounds: one result each under "
+        "'precisions', and each one's simulations/s over the first's (e.g. int8_over_bf16)",
+    )
     parser.add_argument("--backend", default="auto", choices=["auto", "process", "inline"])
     parser.add_argument("--compile", default="auto", choices=["auto", "on", "off"])
     parser.add_argument("--threads", type=int, default=0, help="0 = the evaluator's default")
@@ -65,6 +76,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated worker counts (e.g. 1,2): worker processes on one shared "
         "inference process, measured in alternating rounds",
     )
+
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
+
+
+def _precisions(text: str) -> str:
+    for name in text.split(","):
+        if name not in PRECISIONS:
+            raise argparse.ArgumentTypeError(
+                f"invalid precision {name!r} (choose from {', '.join(PRECISIONS)})"
+            )
+    return text
 
 
 def _starts(seed: int):
@@ -148,45 +171,28 @@ class _SelfPlay:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    precisions = args.precision.split(",")
     if args.workers:
+        if len(precisions) > 1:
+            from frugalzero.errors import UserError
+
+            raise UserError("bench selfplay: --workers takes one --precision")
         return run_workers(args)
     from frugalzero.bench.timing import median
-    from frugalzero.nn.evaluator import Evaluator
-    from frugalzero.nn.throughput import BareNet
-    from frugalzero.runtime.timing import rate
 
     net, config, evaluator_config, stream, batch = _setup(args)
-    play = _SelfPlay(net, config, evaluator_config)
-    pause = args.ready_pause / 1000
-    ready = _SelfPlay(net, config, evaluator_config, True, pause)
-    ready_seconds = min(1.0, args.seconds) if pause <= 0 else args.seconds
+    _distinct(precisions, evaluator_config.device)
+    arms: dict[str, _Arm] = {}
     try:
-        evaluator = play.evaluator
-        bare = BareNet(net, evaluator_config, evaluator.threads, batch, evaluator.compiled)
-        with Evaluator(net, replace(evaluator_config, cache_size=0)) as reference:
-
-            def evaluate_stream() -> None:
-                _evaluate_stream(reference, stream)
-
-            play.round(args.seconds)  # warm-up: trees grow, the caches fill, games spread out
-            ready.ready_round(ready_seconds)
-            ready.rounds.clear()
-            evaluate_stream()
-            profiler = None
-            if args.profile:
-                import cProfile
-
-                profiler = cProfile.Profile()
-            rounds: dict[str, list[float]] = {"net": [], "eval": []}
-            for _ in range(args.rounds):
-                for key, value in play.round(args.seconds, profiler).items():
-                    play.rounds.setdefault(key, []).append(value)
-                ready.ready_round(ready_seconds)
-                rounds["net"].append(bare.positions_per_s())
-                rounds["eval"].append(rate(evaluate_stream, len(stream) * batch, 1.0, warmup=0))
-            if profiler is not None:
-                profiler.dump_stats(args.profile)
-        return {
+        for name in precisions:
+            arm = _Arm(net, config, replace(evaluator_config, precision=name), args, batch)
+            arms[arm.precision] = arm
+        for arm in arms.values():
+            arm.warm_up(stream)
+        for _ in range(args.rounds):
+            for arm in arms.values():
+                arm.round(stream)
+        common = {
             "arch": args.arch,
             "games": args.games,
             "batch": batch,
@@ -194,20 +200,118 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "sims_per_move": args.sims,
             "method": config.method,
             "device": _device(evaluator_config),
-            "precision": evaluator.precision,
-            "compiled": evaluator.compiled,
-            "backend": evaluator.backend,
-            "server_threads": evaluator.threads,
-            "net_positions_per_s": round(median(rounds["net"]), 1),
-            "evaluator_positions_per_s": round(median(rounds["eval"]), 1),
-            **_figures(play, rounds, args.sims, ready),
+        }
+        tail = {
             "rounds": args.rounds,
             "seconds_per_round": args.seconds,
             "ready_pause_ms": args.ready_pause,
         }
+        if len(arms) == 1:
+            return {**common, **next(iter(arms.values())).figures(), **tail}
+        first, *others = arms
+        base = arms[first].play.rounds["sims"]
+        ratios = {
+            f"{name}_over_{first}": round(
+                median([s / b for s, b in zip(arms[name].play.rounds["sims"], base)]), 3
+            )
+            for name in others
+        }
+        figures = {name: arm.figures() for name, arm in arms.items()}
+        return {**common, "precisions": figures, **ratios, **tail}
     finally:
-        play.close()
-        ready.close()
+        for arm in arms.values():
+            arm.close()
+
+
+def _distinct(precisions: list[str], device: str) -> None:
+    """Refuses a list that names one precision twice ('auto' is bf16 or fp32 on a CPU)."""
+    from frugalzero.errors import UserError
+    from frugalzero.runtime.device import resolve_device, resolve_precision
+
+    where = resolve_device(device, "evaluator")
+    names = [resolve_precision(p, where)[0] for p in precisions]
+    for name in names:
+        if names.count(name) > 1:
+            raise UserError(f"bench selfplay: --precision runs {name} twice")
+
+
+class _Arm:
+    """One precision's measurement: self-play, the same on ready answers, and its references
+    (the bare network at self-play's batch, the raw evaluator's stream), round by round."""
+
+    def __init__(self, net, config, evaluator_config, args: argparse.Namespace, batch: int):
+        from frugalzero.nn.evaluator import Evaluator
+        from frugalzero.nn.throughput import BareNet
+
+        self.args = args
+        self.batch = batch
+        self.play = _SelfPlay(net, config, evaluator_config)
+        self.ready: _SelfPlay | None = None
+        self.reference = None
+        try:
+            pause = args.ready_pause / 1000
+            self.ready = _SelfPlay(net, config, evaluator_config, True, pause)
+            self.ready_seconds = min(1.0, args.seconds) if pause <= 0 else args.seconds
+            evaluator = self.play.evaluator
+            self.precision = evaluator.precision
+            self.bare = BareNet(net, evaluator_config, evaluator.threads, batch, evaluator.compiled)
+            self.reference = Evaluator(net, replace(evaluator_config, cache_size=0))
+        except BaseException:
+            self.close()
+            raise
+        self.rounds: dict[str, list[float]] = {"net": [], "eval": []}
+        self.profiler = None
+        if args.profile:
+            import cProfile
+
+            self.profiler = cProfile.Profile()
+
+    def warm_up(self, stream) -> None:
+        """Trees grow, the caches fill, games spread out; the compiled nets see their batches."""
+        assert self.ready is not None
+        self.play.round(self.args.seconds)
+        self.ready.ready_round(self.ready_seconds)
+        self.ready.rounds.clear()
+        _evaluate_stream(self.reference, stream)
+
+    def round(self, stream) -> None:
+        from frugalzero.runtime.timing import rate
+
+        assert self.ready is not None
+        for key, value in self.play.round(self.args.seconds, self.profiler).items():
+            self.play.rounds.setdefault(key, []).append(value)
+        self.ready.ready_round(self.ready_seconds)
+        self.rounds["net"].append(self.bare.positions_per_s())
+        positions = len(stream) * self.batch
+        stream_once = lambda: _evaluate_stream(self.reference, stream)  # noqa: E731
+        self.rounds["eval"].append(rate(stream_once, positions, 1.0, warmup=0))
+
+    def figures(self) -> dict[str, Any]:
+        from frugalzero.bench.timing import median
+
+        assert self.ready is not None
+        evaluator = self.play.evaluator
+        if self.profiler is not None:
+            path = self.args.profile
+            if len(self.args.precision.split(",")) > 1:
+                path = f"{path}.{self.precision}"
+            self.profiler.dump_stats(path)
+        return {
+            "precision": evaluator.precision,
+            "compiled": evaluator.compiled,
+            "backend": evaluator.backend,
+            "server_threads": evaluator.threads,
+            "net_positions_per_s": round(median(self.rounds["net"]), 1),
+            "evaluator_positions_per_s": round(median(self.rounds["eval"]), 1),
+            **_figures(self.play, self.rounds, self.args.sims, self.ready),
+        }
+
+    def close(self) -> None:
+        self.play.close()
+        if self.ready is not None:
+            self.ready.close()
+        if self.reference is not None:
+            self.reference.close()
 
 
 def _figures(
@@ -264,7 +368,7 @@ def _setup(args: argparse.Namespace):
     search = SearchConfig(simulations=args.sims, nscl=args.nscl, gumbel=args.gumbel)
     evaluator = EvaluatorConfig(
         device=args.device,
-        precision=args.precision,
+        precision=args.precision.split(",")[0],  # each of a list in turn: run()
         backend=args.backend,
         compile=args.compile,
         threads=args.threads,

@@ -108,8 +108,11 @@ class EvaluatorConfig:
 
     device: str = "auto"
     """'auto' (CUDA when present, else CPU), 'cpu', 'cuda' or 'cuda:N'."""
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
-    """'auto' (fp16 on CUDA, bf16 on CPUs with native bf16, else fp32), 'fp32', 'bf16', 'fp16'."""
+    precision: Literal["auto", "fp32", "bf16", "fp16", "int8"] = "auto"
+    """'auto' (fp16 on CUDA, bf16 on CPUs with native bf16, else fp32), 'fp32', 'bf16', 'fp16',
+    or 'int8' (CPU only): the net quantized once when it is loaded (static post-training
+    quantization calibrated on shipped positions, ``frugalzero.nn.quantize``), then compiled;
+    1.7x bf16's positions/s on a 2-core EPYC, but not yet as strong (docs/network.md)."""
     threads: int = 0
     """PyTorch intra-op threads on CPU, per inference process; 0 = the cores not taken by the
     caller and the other inference processes (at least 1), all of them for 'inline'."""
@@ -136,5 +139,9 @@ class EvaluatorConfig:
             (self.threads >= 0, "threads must be >= 0"),
             (self.servers >= 1, "servers must be at least 1"),
             (self.cache_size >= 0, "cache_size must be >= 0"),
+            (
+                self.precision != "int8" or not self.device.startswith("cuda"),
+                "precision 'int8' runs on a CPU only, not on cuda",
+            ),
         ]
         check(self, "evaluator", checks)

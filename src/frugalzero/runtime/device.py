@@ -11,8 +11,17 @@ import torch
 
 from frugalzero.errors import UserError
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-"""Precision names as configs spell them, and their torch dtypes."""
+DTYPES = {
+    "fp32": torch.float32,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+    "int8": torch.int8,
+}
+"""Precision names as configs spell them, and their torch dtypes. 'int8' is not an autocast
+dtype: the net is quantized (``frugalzero.nn.quantize``), what stays float runs in fp32."""
+
+INT8_CPU_ONLY = "evaluator: precision 'int8' runs on a CPU only, not on {device}"
+"""The refusal of int8 elsewhere (``EvaluatorConfig`` says the same where the device is named)."""
 
 
 def resolve_device(name: str, section: str) -> torch.device:
@@ -44,7 +53,13 @@ def resolve_precision(
 ) -> tuple[str, torch.dtype]:
     """The autocast precision to use, as (name, dtype). 'auto' is fp16 on CUDA (bf16 where the
     GPU has it when ``training``: fp16 training needs loss scaling), bf16 on CPUs with native
-    bf16, else fp32."""
+    bf16, else fp32. 'int8' (the net quantized: inference on a CPU only) anywhere else is a
+    one-line UserError."""
+    if precision == "int8":
+        if device.type != "cpu":
+            raise UserError(INT8_CPU_ONLY.format(device=device.type))
+        if training:
+            raise UserError("precision 'int8' is for inference only, not training")
     if precision == "auto":
         if device.type == "cuda":
             precision = "bf16" if training and torch.cuda.is_bf16_supported() else "fp16"
@@ -54,7 +69,10 @@ def resolve_precision(
 
 
 def autocast(device: torch.device, dtype: torch.dtype):
-    """Mixed precision in ``dtype`` on ``device`` for the block (none for fp32)."""
+    """Mixed precision in ``dtype`` on ``device`` for the block (none for fp32, nor for int8,
+    whose float parts run in fp32)."""
+    if dtype == torch.int8:
+        dtype = torch.float32
     return torch.autocast(device.type, dtype, enabled=dtype != torch.float32)
 
 
