@@ -446,7 +446,7 @@ def main() -> None:
         log, steps_done, train_s = train_qat(prepared, train, teacher, val, val_teacher, head, args)
         from safetensors.torch import save_file
 
-        state = {k: v.detach().contiguous() for k, v in prepared.state_dict().items()}
+        state = {k: v.detach().clone() for k, v in prepared.state_dict().items()}
         save_file(state, str(work / f"{args.arch}-qat-state.safetensors"))
     print(f"trained {steps_done} steps in {train_s / 60:.1f} min", flush=True)
 
