@@ -16,8 +16,8 @@ import math
 import sys
 from pathlib import Path
 
-from frugalzero.evaluate.elo import elo_interval
 from frugalzero.evaluate.gameset import game_set, pgn_files
+from frugalzero.stats import elo_interval
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "contempt"

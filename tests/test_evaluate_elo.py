@@ -11,14 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from frugalzero.evaluate.elo import (
-    elo_from_score,
-    elo_interval,
-    los,
-    mle_ratings,
-    score_from_elo,
-    score_interval,
-)
+from frugalzero.evaluate.elo import mle_ratings
+from frugalzero.stats import elo_from_score, elo_interval, los, score_from_elo, score_interval
 
 
 def test_75_percent_is_190_8_elo():
@@ -145,6 +139,73 @@ def test_perfect_scores_are_named_and_regularised():
     prior = mle_ratings(games)
     assert prior.unbounded == ["X"] and prior.prior_draws == 1.0
     assert 200 < prior.players["X"].elo - prior.players["Y"].elo < 600
+
+
+def _star(results: dict[str, tuple[int, int, int]]) -> list[tuple[str, str, float]]:
+    """Each net's (wins, draws, losses) against the anchor "A", colours alternating."""
+    games = []
+    for net, (wins, draws, losses) in results.items():
+        scores = [1.0] * wins + [0.5] * draws + [0.0] * losses
+        for i, score in enumerate(scores):
+            games.append((net, "A", score) if i % 2 else ("A", net, 1 - score))
+    return games
+
+
+def test_a_perfect_score_moves_no_other_rating():
+    # nets rated against an anchor, as an experiment rates its kept nets: one more net that
+    # wins every game must leave the others where their own games put them (a virtual draw
+    # added to every pairing once moved a 3-of-4 net from 845.8 to 802.2)
+    anchors = {"A": 655.0}
+    nets = {"n1": (3, 0, 1), "n2": (1, 2, 1), "n3": (5, 3, 12)}
+    before = mle_ratings(_star(nets), anchors)
+    after = mle_ratings(_star(nets | {"perfect": (4, 0, 0)}), anchors)
+    assert before.unbounded == [] and after.unbounded == ["perfect"]
+    assert before.players["n1"].elo == pytest.approx(655 + 190.85, abs=0.01)
+    for net in nets:
+        assert after.players[net].elo == pytest.approx(before.players[net].elo, abs=0.5)
+        assert after.players[net].sigma == pytest.approx(before.players[net].sigma, rel=1e-6)
+    # the perfect scorer alone gets its virtual draw: 4.5 of 5 against the anchor
+    assert after.players["perfect"].elo == pytest.approx(655 + elo_from_score(0.9), abs=0.01)
+    assert 0 < after.players["perfect"].sigma < math.inf
+    assert after.players["perfect"].games == 4 and after.players["perfect"].points == 4.0
+    zero = mle_ratings(_star(nets | {"zero": (0, 0, 6)}), anchors)
+    assert zero.unbounded == ["zero"] and zero.players["zero"].elo < 655 - 300
+    assert zero.players["n3"].elo == pytest.approx(before.players["n3"].elo, abs=0.5)
+
+
+def test_a_perfect_score_in_a_pool_without_anchors_moves_no_other_rating():
+    # a pool centred on 0 stays centred on its players of finite rating; a player beating
+    # several of them, and one losing to a single one, change none of their ratings
+    rng = random.Random(11)
+    truth = {"a": 0, "b": 120, "c": -80, "d": 200}
+    games = []
+    for _ in range(400):
+        x, y = rng.sample(list(truth), 2)
+        p = score_from_elo(truth[x] - truth[y])
+        u = rng.random()
+        games.append((x, y, 1.0 if u < p - 0.15 else 0.5 if u < p + 0.15 else 0.0))
+    before = mle_ratings(games)
+    extra = [("top", "a", 1.0), ("b", "top", 0.0), ("top", "d", 1.0), ("bottom", "c", 0.0)]
+    after = mle_ratings(games + extra * 3)
+    assert sorted(after.unbounded) == ["bottom", "top"]
+    for name in truth:
+        assert after.players[name].elo == pytest.approx(before.players[name].elo, abs=0.5)
+    assert after.players["top"].elo > max(before.players[n].elo for n in truth)
+    assert after.players["bottom"].elo < before.players["c"].elo
+    assert after.los("top", "d") > 0.9
+    exact = mle_ratings(games + extra * 3, prior_draws=0)
+    assert exact.players["top"].elo == math.inf and exact.players["bottom"].elo == -math.inf
+    assert exact.players["a"].elo == pytest.approx(before.players["a"].elo, abs=0.5)
+
+
+def test_a_perfect_scorers_sigma_carries_its_opponents_uncertainty():
+    # P beat only B, so P = B + (its own games' estimate): var(P) = var(own) + var(B)
+    games = [("A", "B", 1.0), ("A", "B", 0.0), ("B", "A", 0.5)] * 4 + [("P", "B", 1.0)] * 5
+    free = mle_ratings(games)
+    held = mle_ratings(games, {"A": free.players["A"].elo, "B": free.players["B"].elo})
+    own = held.players["P"].sigma  # B held fixed: P's own games only
+    assert free.players["P"].elo == pytest.approx(held.players["P"].elo, abs=1e-6)
+    assert free.players["P"].sigma ** 2 == pytest.approx(own**2 + free.players["B"].sigma ** 2)
 
 
 def test_los_between_rated_players():

@@ -19,7 +19,6 @@ from frugalzero.evaluate.calibrate import (
     run_calibration,
     schedule,
 )
-from frugalzero.evaluate.elo import score_from_elo
 from frugalzero.evaluate.ladder import (
     LadderConfig,
     Rung,
@@ -31,6 +30,7 @@ from frugalzero.evaluate.ladder import (
 from frugalzero.evaluate.match import MatchConfig, MatchResult, Tally
 from frugalzero.evaluate.pgn import GameOutcome, append_game, to_pgn
 from frugalzero.evaluate.specs import parse_spec
+from frugalzero.stats import score_from_elo
 
 RUNG_ELOS = [0, 300, 550, 800, 1000, 1250, 1500, 1800, 2100, 2400]
 TRUE = {f"stockfish?depth={i + 1}&elo={1350 + 100 * i}": e for i, e in enumerate(RUNG_ELOS)}

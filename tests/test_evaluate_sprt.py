@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from frugalzero.errors import UserError
-from frugalzero.evaluate.elo import score_from_elo
 from frugalzero.evaluate.gating import gate
 from frugalzero.evaluate.sprt import SprtConfig, llr, sprt
+from frugalzero.stats import score_from_elo
 
 
 def _run_trinomial(true_elo: float, cfg: SprtConfig, seed: int, draw: float = 0.3):

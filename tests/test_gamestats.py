@@ -10,7 +10,8 @@ import chess
 import pytest
 
 from frugalzero.cli import main
-from frugalzero.gamestats import Results, count_results, summary, wilson
+from frugalzero.gamestats import Results, count_results, summary
+from frugalzero.stats import wilson
 
 
 def test_wilson_interval_matches_the_closed_form_values():

@@ -1,5 +1,5 @@
-"""Statistics of sets of games, shared by self-play and evaluation: proportions with their
-Wilson intervals, W/D/L counts and decisiveness, repeated openings.
+"""Statistics of sets of games, shared by self-play and evaluation: W/D/L counts with their
+Wilson intervals (``frugalzero.stats``), decisiveness, repeated openings.
 
 The search-contempt paper judges self-play data by how decisive it is, (w + l) / d, and by how
 many games repeat another game's opening moves: the share of games identical to another game
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from frugalzero.results import BLACK_WINS, DRAW, WHITE_WINS
+from frugalzero.stats import wilson
 
-Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
 REPEAT_PLIES = 30  # plies over which openings are compared
 
 
@@ -49,17 +49,6 @@ def duplicate_share(games: Sequence[tuple[str, Sequence[str]]], plies: int) -> f
     if not games:
         return 0.0
     return (len(games) - distinct_openings(games, plies)) / len(games)
-
-
-def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (well behaved at 0 and 1, unlike the normal
-    approximation)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ design). What the rest of frugalzero calls:
 
 * ``play_match(engine_a, engine_b, MatchConfig(...)) -> MatchResult`` -- games in parallel in
   colour-swapped opening pairs, adjudication, PGN; ``result.summary()`` is the ``--json``.
-* ``elo_from_score``, ``score_from_elo``, ``elo_interval(w, d, l, pentanomial)``, ``los``.
+* ``elo_from_score``, ``score_from_elo``, ``elo_interval(w, d, l, pentanomial)``, ``los`` (from
+  ``frugalzero.stats``, with the head-to-head estimate of a pair, ``head_to_head``).
 * ``mle_ratings(games, anchors) -> Ratings`` -- maximum-likelihood Elo of many players.
 * ``sprt(w, d, l, SprtConfig(elo0, elo1, alpha, beta), pentanomial) -> SprtResult``.
 * ``gate(mode, w, d, l, ...) -> bool`` and ``gate_match(candidate, best, GateConfig, match)``.
@@ -15,18 +16,13 @@ design). What the rest of frugalzero calls:
 """
 
 from frugalzero.evaluate.adjudicate import AdjudicationConfig
-from frugalzero.evaluate.elo import (
-    elo_from_score,
-    elo_interval,
-    los,
-    mle_ratings,
-    score_from_elo,
-)
+from frugalzero.evaluate.elo import mle_ratings
 from frugalzero.evaluate.gating import GateConfig, gate, gate_match
 from frugalzero.evaluate.ladder import LadderConfig, load_table, run_ladder
 from frugalzero.evaluate.match import MatchConfig, MatchResult, play_match
 from frugalzero.evaluate.specs import EngineSpec, parse_spec
 from frugalzero.evaluate.sprt import SprtConfig, SprtResult, sprt
+from frugalzero.stats import elo_from_score, elo_interval, los, score_from_elo
 
 __all__ = [
     "AdjudicationConfig",

@@ -28,9 +28,9 @@ from frugalzero.evaluate.elo import mle_ratings
 from frugalzero.evaluate.match import MatchConfig, play_match
 from frugalzero.evaluate.pgn import GameOutcome
 from frugalzero.evaluate.specs import parse_spec
-from frugalzero.gamestats import Z95
 from frugalzero.output import to_json
 from frugalzero.runtime.files import atomic_write_text
+from frugalzero.stats import Z95
 
 ANCHOR = ("glaurung?nodes=100000", 2793.0)
 """Glaurung 2.2 (Debian ``glaurung``), CCRL 40/40 2793: an engine that cannot change."""

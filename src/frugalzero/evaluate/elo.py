@@ -1,95 +1,23 @@
-"""Elo: score <-> rating difference, intervals, likelihood of superiority, and maximum-likelihood
-ratings of many players from all their games.
+"""Maximum-likelihood Elo ratings of many players from all their games.
 
-The model is the logistic one every rating list uses: a player ``d`` Elo stronger expects the
-score ``1 / (1 + 10^(-d/400))``, and a draw counts as half a win and half a loss. For a match,
-the interval comes from the variance of the observed scores (per game, or per opening pair when
-games were played in colour-swapped pairs, which is smaller because the opening's bias cancels)
-mapped through the logistic curve, so it is asymmetric like the curve. For many players, the
-ratings maximise the likelihood of all games (Newton's method on a concave function); their
-intervals come from the inverse of the Fisher information.
+The model is the logistic one of ``frugalzero.stats`` (where a single match's Elo, its interval
+and LOS are): the ratings maximise the likelihood of all games (Newton's method on a concave
+function), anchors held at their given ratings; their intervals come from the inverse of the
+Fisher information. A player who won (or lost) every game against the rest has no finite
+maximum; it alone gets a prior (virtual draws on its own pairings) and is rated against the
+others held where the rest of the games put them, so a perfect score moves nobody else.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from frugalzero.gamestats import Z95, wilson
-
-C = math.log(10) / 400  # d(logit of the expected score) / d(Elo)
-
-
-def score_from_elo(diff: float) -> float:
-    """Expected score of the player ``diff`` Elo stronger."""
-    return 1.0 / (1.0 + 10.0 ** (-diff / 400.0))
-
-
-def elo_from_score(score: float) -> float:
-    """Elo difference that makes ``score`` the expected score (+-inf at 1 and 0)."""
-    if score <= 0.0:
-        return -math.inf
-    if score >= 1.0:
-        return math.inf
-    return -400.0 * math.log10(1.0 / score - 1.0) + 0.0  # + 0.0: no "-0.0" at 50%
-
-
-def los(wins: float, losses: float) -> float:
-    """Likelihood of superiority: probability that the winner of more games is the stronger,
-    from the decisive games alone (draws say nothing about which is stronger)."""
-    if wins + losses == 0:
-        return 0.5
-    return 0.5 * (1.0 + math.erf((wins - losses) / math.sqrt(2.0 * (wins + losses))))
-
-
-def pair_scores(pentanomial: Sequence[int]) -> tuple[float, ...]:
-    """Score of a pair (two games, one opening) for each pentanomial bin, per game."""
-    return tuple(i / (len(pentanomial) - 1) for i in range(len(pentanomial)))
-
-
-def score_interval(
-    wins: int,
-    draws: int,
-    losses: int,
-    pentanomial: Sequence[int] | None = None,
-    z: float = Z95,
-) -> tuple[float, float, float]:
-    """Mean score and its ``z``-sigma interval (Wald; Wilson's bound when every game ended the
-    same way, where the observed variance is zero but the truth is not known)."""
-    n = wins + draws + losses
-    if n == 0:
-        return 0.5, 0.0, 1.0
-    mean = (wins + 0.5 * draws) / n
-    if pentanomial is not None and sum(pentanomial) > 0:
-        pairs = sum(pentanomial)
-        values = pair_scores(pentanomial)
-        pair_mean = sum(c * v for c, v in zip(pentanomial, values)) / pairs
-        var = sum(c * (v - pair_mean) ** 2 for c, v in zip(pentanomial, values)) / pairs
-        se = math.sqrt(var / pairs)
-    else:
-        var = (wins * (1 - mean) ** 2 + draws * (0.5 - mean) ** 2 + losses * mean**2) / n
-        se = math.sqrt(var / n)
-    if se == 0.0:
-        bound = wilson(0, n, z)[1]  # Wilson's half-width when all n outcomes are equal
-        return mean, max(0.0, mean - bound), min(1.0, mean + bound)
-    return mean, max(0.0, mean - z * se), min(1.0, mean + z * se)
-
-
-def elo_interval(
-    wins: int,
-    draws: int,
-    losses: int,
-    pentanomial: Sequence[int] | None = None,
-    z: float = Z95,
-) -> tuple[float, float, float]:
-    """Elo difference and its interval (95% by default) from one player's results."""
-    mean, lo, hi = score_interval(wins, draws, losses, pentanomial, z)
-    return elo_from_score(mean), elo_from_score(lo), elo_from_score(hi)
-
+from frugalzero.stats import Z95, C
 
 # ---------------------------------------------------------------- maximum likelihood ratings
 
@@ -117,7 +45,7 @@ class Ratings:
     names: list[str]
     anchors: dict[str, float]
     prior_draws: float = 0.0
-    """Virtual draws added per pairing because the exact maximum did not exist."""
+    """Virtual draws added to each pairing of an ``unbounded`` player (0 when there is none)."""
     unbounded: list[str] = field(default_factory=list)
     """Players whose exact maximum-likelihood rating is infinite (perfect scores)."""
     iterations: int = 0
@@ -224,9 +152,13 @@ def mle_ratings(
     """Maximum-likelihood Elo of every player, ``anchors`` held at their given ratings.
 
     Without an anchor, a group of players is centred on 0. If the exact maximum does not exist
-    (a player won or lost every game against the rest), ``prior_draws=None`` adds one virtual
-    draw per pairing that was played (BayesElo's remedy, half its default) and names the
-    affected players in ``unbounded``; pass ``prior_draws=0`` to get infinities instead.
+    (a player won or lost every game against the rest), the others are rated from their games
+    among themselves, which is where the exact maximum puts them (the perfect scorer's games
+    weigh nothing at its infinite rating); the players concerned are named in ``unbounded`` and
+    rated against the others held fixed, with ``prior_draws`` virtual draws added to each of
+    their own pairings (None: one, BayesElo's remedy at half its default; 0: infinities). Their
+    sigma adds the others' uncertainty (delta method), and an anchor-less group is centred on
+    its players of finite rating.
     """
     names, n, s = _pair_table(games)
     anchors = dict(anchors or {})
@@ -240,19 +172,23 @@ def mle_ratings(
     index = {name: i for i, name in enumerate(names)}
     fixed = {index[a] for a in anchors}
     bad = unbounded_players(n, s, fixed)
-    if prior_draws is None:
-        prior_draws = 1.0 if bad else 0.0
-    n_fit, s_fit = n, s
-    if prior_draws > 0:
-        played = n > 0
-        n_fit = n + prior_draws * played
-        s_fit = s + 0.5 * prior_draws * played
-    r, cov, iterations = _newton(n_fit, s_fit, names, anchors, index)
-    if prior_draws == 0 and bad:
+    prior_draws = (1.0 if prior_draws is None else prior_draws) if bad else 0.0
+    inner = np.ones(len(names), dtype=bool)
+    inner[bad] = False
+    keep = np.outer(inner, inner)  # the games among players of finite rating
+    r, cov, iterations = _newton(n * keep, s * keep, names, anchors, index)
+    if bad and prior_draws > 0:
+        own = (n > 0) & ~keep  # the pairings of an unbounded player
+        n_fit = n + prior_draws * own
+        s_fit = s + 0.5 * prior_draws * own
+        held = {names[i]: float(r[i]) for i in np.flatnonzero(inner)}
+        r, _, more = _newton(n_fit, s_fit, names, held, index)
+        iterations += more
+        cov = _with_unbounded(cov, _information(r, n_fit), np.array(bad), np.flatnonzero(inner))
+    elif bad:
         r = r.copy()
         for i in bad:  # the maximum is at infinity: say so instead of a large finite number
-            comp_points, comp_games = s[i].sum(), n[i].sum()
-            r[i] = math.inf if comp_points >= comp_games / 2 else -math.inf
+            r[i] = math.inf if s[i].sum() >= n[i].sum() / 2 else -math.inf
     players = {}
     for name, i in index.items():
         sigma = math.sqrt(max(cov[i, i], 0.0))
@@ -263,6 +199,30 @@ def mle_ratings(
     groups = [[names[i] for i in comp] for comp in _components(n)]
     unbounded = [names[i] for i in bad]
     return Ratings(players, cov, names, anchors, prior_draws, unbounded, iterations, groups)
+
+
+def _information(r: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The Fisher information of the ratings ``r`` from ``n`` games per ordered pair."""
+    d = C * (r[:, None] - r[None, :])
+    e = 1.0 / (1.0 + np.exp(-d))
+    w = C * C * n * e * (1 - e)
+    return np.diag(w.sum(axis=1)) - w
+
+
+def _with_unbounded(
+    cov: np.ndarray, info: np.ndarray, bad: np.ndarray, rest: np.ndarray
+) -> np.ndarray:
+    """``cov`` (of the players of finite rating) with the players ``bad`` added, each rated
+    against the rest held fixed: their conditional covariance (the inverse information) plus
+    the rest's, carried through the fit (r_bad moves by J dr_rest, J = -I_bb^-1 I_br)."""
+    out = cov.copy()
+    conditional = np.linalg.pinv(info[np.ix_(bad, bad)])
+    carry = -conditional @ info[np.ix_(bad, rest)]
+    rest_cov = cov[np.ix_(rest, rest)]
+    out[np.ix_(bad, bad)] = conditional + carry @ rest_cov @ carry.T
+    out[np.ix_(bad, rest)] = carry @ rest_cov
+    out[np.ix_(rest, bad)] = (carry @ rest_cov).T
+    return out
 
 
 def _newton(
@@ -318,10 +278,7 @@ def _newton(
         r, current = trial, value
         if np.max(np.abs(t * step)) < 1e-7:
             break
-    d = C * (r[:, None] - r[None, :])
-    e = 1.0 / (1.0 + np.exp(-d))
-    w = C * C * n * e * (1 - e)
-    info = np.diag(w.sum(axis=1)) - w
+    info = _information(r, n)
     cov = np.zeros((size, size))
     for comp in comps:
         anchored = any(names[i] in anchors for i in comp)

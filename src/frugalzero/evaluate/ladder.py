@@ -30,8 +30,8 @@ from frugalzero.evaluate.elo import mle_ratings
 from frugalzero.evaluate.match import MatchConfig, Tally, play_match
 from frugalzero.evaluate.pgn import PgnStats, read_headers
 from frugalzero.evaluate.specs import parse_spec
-from frugalzero.gamestats import Z95
 from frugalzero.results import SCORE
+from frugalzero.stats import Z95
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frugalzero.evaluate.elo import pair_scores, score_from_elo
+from frugalzero.stats import pair_scores, score_from_elo
 
 EPSILON = 1e-3  # stands in for an outcome not seen yet, as fishtest does
 

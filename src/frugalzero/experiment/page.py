@@ -288,10 +288,17 @@ def _verdict(verdict: dict | None) -> str:
             f'<table class="summary">{header}{"".join(rows)}</table>',
             f"<p class=note>Baseline {_esc(verdict.get('baseline', '-'))}; minimum detectable "
             f"effect {_mde(verdict.get('mde_elo'))} (from an assumed seed s.d. of "
-            f"{_number(verdict.get('seed_sd'), '{:.0f}')} Elo, stated before the runs). "
+            f"{_number(verdict.get('seed_sd'), '{:.0f}')} Elo{_rating_error(verdict)}, stated "
+            "before the runs). "
             f"Rule: {_esc(verdict.get('rule', '-'))}.</p>",
         ]
     )
+
+
+def _rating_error(verdict: dict) -> str:
+    """The rating error the MDE holds, where the verdict states one (older ones do not)."""
+    error = verdict.get("rating_error_sd")
+    return "" if error is None else f" and a rating error of {_number(error, '{:.0f}')} a pair"
 
 
 def _arm_means(arms: Sequence[dict]) -> str:
