@@ -212,18 +212,32 @@ def test_an_engine_killed_during_its_handshake_is_started_again(tmp_path):
     assert not any(o.failed for o in result.outcomes) and all(o.plies > 20 for o in result.outcomes)
 
 
-def _children_named(name: str) -> list[int]:
-    """Our child processes running ``name`` (from /proc)."""
-    pids = []
+def _processes() -> dict[int, tuple[str, int, str]]:
+    """pid -> (name, parent pid, state) of every process, from /proc."""
+    found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
         except OSError:
             continue
         comm, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :]
-        if comm == name and int(rest.split()[1]) == os.getpid():
-            pids.append(int(stat.parent.name))
-    return pids
+        state, ppid = rest.split()[:2]
+        found[int(stat.parent.name)] = (comm, int(ppid), state)
+    return found
+
+
+def _descendants_named(name: str) -> list[int]:
+    """Processes below ours running ``name`` (an engine is its keeper's child)."""
+    table = _processes()
+
+    def ours(pid: int) -> bool:
+        while pid > 1 and pid in table:
+            pid = table[pid][1]
+            if pid == os.getpid():
+                return True
+        return False
+
+    return [pid for pid, (comm, _, _) in table.items() if comm == name and ours(pid)]
 
 
 @pytest.mark.usefixtures("stockfish")
@@ -233,7 +247,7 @@ def test_stockfish_killed_from_outside_mid_match_costs_that_game_only():
 
     def killer():  # kill -9 a Stockfish process while the other seat's first game goes on
         if first_game.wait(60):
-            pids = _children_named("stockfish")
+            pids = _descendants_named("stockfish")
             os.kill(pids[0], signal.SIGKILL)
             killed.append(pids[0])
 
@@ -386,14 +400,35 @@ BOUND_S = 45.0
 """Each match below ends in a few seconds on an idle machine; this only catches a hang."""
 
 
+MARKER = "FRUGALZERO_TEST_ENGINE"
+"""The environment variable that marks every process of one fixture engine, children
+included (they inherit it, whatever group or session they move to): its pid file's path."""
+
+
 def bad_engine(tmp_path: Path, mode: str, limit: str = "nodes=1") -> tuple[str, Path]:
     """(engine spec, its pid file) of the fixture misbehaving in ``mode``."""
     pids = tmp_path / f"{mode}.pids"
     wrapper = tmp_path / f"bad-{mode}"
     argv = [sys.executable, str(BAD_ENGINE), mode, str(pids)]
-    wrapper.write_text(f"#!/bin/sh\nexec {' '.join(map(shlex.quote, argv))}\n")
+    marker = shlex.quote(f"{MARKER}={pids}")
+    wrapper.write_text(f"#!/bin/sh\nexport {marker}\nexec {' '.join(map(shlex.quote, argv))}\n")
     wrapper.chmod(0o755)
     return f"uci:{wrapper}?{limit}", pids
+
+
+def marked_processes(pids: Path) -> list[int]:
+    """The processes alive now (zombies aside) whose environment carries the marker of the
+    fixture engine writing ``pids``: the engine, any restart of it, and whatever they forked."""
+    mark = f"{MARKER}={pids}".encode()
+    found = []
+    for pid, (_, _, state) in _processes().items():
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue  # ended meanwhile, or not ours to read
+        if state != "Z" and mark in environ.split(b"\0"):
+            found.append(pid)
+    return found
 
 
 def _running(pid: int) -> bool:
@@ -404,19 +439,23 @@ def _running(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] != "Z"
 
 
-def assert_no_engine_left(pids: Path) -> list[int]:
-    """Every process the fixture started has ended (a short bounded poll: SIGKILL is
-    delivered asynchronously); one left running is killed, then fails the test."""
-    started = [int(p) for p in pids.read_text().split()]
-    deadline = time.monotonic() + 5.0
-    while any(map(_running, started)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [p for p in started if _running(p)]
+def leftovers(pids: Path) -> list[int]:
+    """The fixture's processes still running (marked, or in its pid file), killed: a test
+    names them after its other checks, and a failing one leaves none behind."""
+    started = [int(p) for p in pids.read_text().split()] if pids.is_file() else []
+    left = sorted({p for p in started if _running(p)} | set(marked_processes(pids)))
     for pid in left:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    assert left == []
-    return started
+    return left
+
+
+def assert_no_engine_left(pids: Path) -> list[int]:
+    """Nothing of the fixture is left running: no process it started (its pid file) and none
+    with its marker (children, however detached), now, without waiting: the runner ends and
+    reaps them all before it returns. The fixture's processes (its pid file)."""
+    assert leftovers(pids) == []
+    return [int(p) for p in pids.read_text().split()]
 
 
 def forfeit_notes(pgn: Path) -> list[tuple[chess.pgn.Headers, str]]:
@@ -542,32 +581,25 @@ def test_a_line_without_end_is_not_kept_whole():
 
     from frugalzero.evaluate.engines import MAX_LINE, BoundedUci
 
-    class Transport:
-        killed = 0
-
-        def kill(self) -> None:
-            self.killed += 1
-
-        def get_pid(self) -> None:
-            return None
-
     class Counting(BoundedUci):
-        lines = 0
+        lines = ended = 0
 
         def line_received(self, line: str) -> None:
             self.lines += 1
 
-    async def feed() -> tuple[Counting, Transport]:
-        protocol, transport = Counting(), Transport()
-        protocol.connection_made(transport)
+        def end_process(self) -> None:  # the keeper's SIGTERM: the engine and its children
+            self.ended += 1
+
+    async def feed() -> Counting:
+        protocol = Counting()
         protocol.pipe_data_received(1, b"id name x\n" + b"info depth 1\n" * 10_000)
         for _ in range(3 * MAX_LINE // 65536):
             protocol.pipe_data_received(1, b"x" * 65536)
             assert len(protocol.buffer[1]) <= MAX_LINE
-        return protocol, transport
+        return protocol
 
-    protocol, transport = asyncio.run(feed())
-    assert transport.killed == 1 and "line of output over" in protocol.fault
+    protocol = asyncio.run(feed())
+    assert protocol.ended == 1 and "line of output over" in protocol.fault
     assert protocol.lines == 10_001  # the lines before it were read
 
 
@@ -583,3 +615,174 @@ def test_an_engines_stderr_reaches_the_log_a_few_lines_only(caplog):
     with caplog.at_level("WARNING", logger="chess.engine"):
         asyncio.run(feed())
     assert len(caplog.records) == STDERR_LINES + 1 and "not shown" in caplog.messages[-1]
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="needs Linux /proc")
+@pytest.mark.parametrize("mode", ["forks", "setsid"])
+def test_an_engine_that_exits_leaving_a_child_crashes_and_nothing_of_it_is_left(
+    tmp_path, mode, caplog
+):
+    # At its first go the engine forks a child that keeps its stdout (with setsid, in a
+    # session of its own, out of reach of a group kill) and exits. That is a crash, lost at
+    # once: it was lost as a hang once hang_seconds ran out, then 10 s more went on waiting
+    # for its pipes to close, and the child outlived the match.
+    spec, pids = bad_engine(tmp_path, mode)
+    pgn = tmp_path / "m.pgn"
+    cfg = MatchConfig(games=2, concurrency=1, hang_seconds=10, pgn=str(pgn))
+    with caplog.at_level("WARNING"):
+        result = play_match(spec, "random", cfg)
+    left = leftovers(pids)
+    name = parse_spec(spec).name
+    assert result.summary()["forfeits"] == {name: {"crash": 2}}
+    for headers, note in forfeit_notes(pgn):
+        assert headers["Termination"] == "rules infraction"
+        assert f"{name} forfeits: crash" in note and "exit code 3" in note
+    assert len(Path(f"{pids}.children").read_text().split()) == 2  # each engine had its child
+    assert "not gone" not in caplog.text  # each keeper went when told: no reap wait ran out
+    assert left == []
+
+
+@pytest.mark.slow
+def test_lines_an_engine_writes_that_we_cannot_use_are_counted_not_logged_each(tmp_path):
+    # 25 lines of garbage before each move made a warning each: hundreds of stderr lines for
+    # two short games. Now: the first of each kind, then one line counting them all.
+    from fixtures.bad_engine import GARBAGE_LINES
+
+    spec, pids = bad_engine(tmp_path, "garbage")
+    pgn = tmp_path / "m.pgn"
+    args = ["--games", "2", "--concurrency", "1", "--json", "--pgn", str(pgn)]
+    done, _ = cli_match(pids, spec, "random", *args, "--set", "adjudication.max_plies=24")
+    left = leftovers(pids)
+    assert done.returncode == 0, done.stderr
+    name = parse_spec(spec).name
+    said = [line for line in done.stderr.splitlines() if line.startswith(f"engine {name!r}")]
+    assert len(said) == 4, done.stderr  # the first line of each of the 3 kinds, the count
+    moves = 0  # the engine's moves: one go each, each after its garbage
+    for game in pgn_text_games(pgn.read_text()):
+        white = game.headers["White"] == name
+        moves += sum(1 for n in game.mainline() if n.comment != "book" and n.turn() != white)
+    each = GARBAGE_LINES // 5  # of every five lines: one not UTF-8, one bad info, three words
+    counted = {"unexpected line": 3 * each * moves, "not UTF-8": each * moves}
+    counted["unparsable info"] = each * moves
+    assert moves > 0 and json.loads(done.stdout)["engine_output"] == {name: counted}
+    assert f"wrote {5 * each * moves} lines we could not use" in said[-1]
+    assert left == []  # it ignored quit (killed), and nothing of it is left
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs Linux /proc")
+def test_ending_an_engine_that_just_died_leaves_its_reaping_to_asyncio(
+    tmp_path, monkeypatch, caplog
+):
+    # An engine that died a moment before the runner ended it (a forfeit) was reaped by
+    # Popen.poll (transport.kill) before asyncio's child watcher could: the watcher then
+    # logged "Unknown child process pid ..., will report returncode 255" and reported 255.
+    # The watcher is held back here until the runner has done its part.
+    import asyncio
+
+    from frugalzero.evaluate.engines import UciPlayer
+
+    gate, real_waitpid = threading.Event(), os.waitpid
+
+    def held_waitpid(pid: int, options: int):  # the watcher's blocking wait, off the loop
+        if options == 0 and threading.current_thread() is not threading.main_thread():
+            gate.wait(30)
+        return real_waitpid(pid, options)
+
+    monkeypatch.setattr(os, "waitpid", held_waitpid)
+    spec, pids = bad_engine(tmp_path, "good")
+
+    async def die_then_end() -> int:
+        player = UciPlayer(parse_spec(spec), 10.0)
+        await player.start()
+        engine, pid = player._engine, player.pid
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(1000):  # dead, not reaped (the watcher waits at the gate)
+            if _processes().get(pid, ("", 0, "Z"))[2] == "Z":
+                break
+            await asyncio.sleep(0.01)
+        ending = asyncio.ensure_future(player.abandon())
+        for _ in range(5):
+            await asyncio.sleep(0.02)  # the runner's signals and waits run first
+        gate.set()
+        await ending
+        return engine.returncode.result()
+
+    with caplog.at_level("WARNING"):
+        code = asyncio.run(die_then_end())
+    left = leftovers(pids)
+    assert "Unknown child process" not in caplog.text
+    assert code == -signal.SIGKILL
+    assert left == []
+
+
+def test_every_path_is_checked_before_any_engine_starts(tmp_path, capsys):
+    # match --openings MISSING.epd named the book only once the engines had started (61 s
+    # with a net); every command checks the paths it is given first.
+    from frugalzero.cli import main
+
+    spec, pids = bad_engine(tmp_path, "good")
+    missing = tmp_path / "missing"
+    plain = tmp_path / "plain-file"
+    plain.write_text("#!/bin/sh\n")  # not executable
+    table = tmp_path / "table.json"
+    rungs = [{"name": n, "elo": e, "sigma": 30.0, "games": 10} for n, e in (("random", 0.0),)]
+    table.write_text(json.dumps({"rungs": rungs}))
+    epd = tmp_path / "suite.epd"
+    epd.write_text("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - bm e5;\n")
+    book = ["--openings", f"{missing}.epd"]
+    for argv, says in [
+        (["match", spec, "random", *book], "opening book not found"),
+        (["match", "random", spec, *book], "opening book not found"),
+        (["match", spec, f"net:{missing}.safetensors"], "network file"),
+        (["match", spec, f"uci:{plain}"], "is not executable"),
+        (["match", spec, f"uci:{missing}"], "not found"),
+        (["ladder", spec, "--table", str(table), *book], "opening book not found"),
+        (["ladder", spec, "--table", str(table), "--pgn", str(tmp_path)], "Is a directory"),
+        (["eval-epd", str(epd), "--engine", f"net:{missing}.safetensors"], "network file"),
+    ]:
+        code = main(argv)
+        assert not pids.exists(), argv  # the engine was never started
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code in (1, 2) and len(err) == 1 and says in err[0], (argv, err)
+
+
+def test_an_engine_that_cannot_be_run_is_one_line_and_not_tried_again(tmp_path, capsys):
+    # Executable, but its interpreter is missing: only running it can tell. Its keeper says
+    # why, and the match ends with that line, not after three tries of a start that cannot work.
+    from frugalzero.cli import main
+
+    script = tmp_path / "engine"
+    script.write_text("#!/nonexistent/interpreter\n")
+    script.chmod(0o755)
+    assert main(["match", f"uci:{script}", "random", "--games", "2", "--concurrency", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"frugalzero: error: engine 'uci:{script}': could not start")
+    assert "No such file" in err[-1] and not any("stderr >>" in line for line in err)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_match_killed_outright_leaves_no_engine_behind(tmp_path):
+    # kill -9 of the runner runs none of its cleanup: the kernel tells each engine's keeper
+    # (PR_SET_PDEATHSIG), which ends its engine. These engines, deaf to the end of their input
+    # and to SIGTERM, were left running.
+    spec, pids = bad_engine(tmp_path, "no-bestmove")
+    argv = [sys.executable, "-m", "frugalzero", "match", spec, spec, "--games", "2"]
+    runner = subprocess.Popen(
+        [*argv, "--concurrency", "1", "--hang-seconds", "60"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    went = Path(f"{pids}.go")
+    try:  # killed in the first game, once both engines have answered all they will
+        deadline = time.monotonic() + BOUND_S
+        while not went.is_file() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert went.is_file() and len(marked_processes(pids)) == 2
+    finally:
+        runner.kill()
+        runner.wait()
+    deadline = time.monotonic() + 5.0  # the keepers end their engines as the kernel tells them
+    while marked_processes(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert leftovers(pids) == []

@@ -134,16 +134,19 @@ def _parse_sprt(text: str, alpha: float, beta: float):
 def _match(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from frugalzero.evaluate.match import play_match
+    from frugalzero.evaluate.match import check_inputs, play_match
+    from frugalzero.evaluate.specs import parse_spec
     from frugalzero.output import emit
     from frugalzero.runtime.files import check_destination
 
     config = config_from_args(args)
+    specs = [parse_spec(args.engine_a), parse_spec(args.engine_b)]
+    check_inputs(specs, config)  # before any engine or net starts
     if config.pgn:
         check_destination(config.pgn)  # before the games
     if args.sprt:
         config = replace(config, sprt=_parse_sprt(args.sprt, args.alpha, args.beta))
-    result = play_match(args.engine_a, args.engine_b, config, progress=True)
+    result = play_match(*specs, config, progress=True)
     emit(result.summary(), args.json, title=f"{result.engine_a} vs {result.engine_b}")
     return 0
 
@@ -175,8 +178,8 @@ def _elo(args: argparse.Namespace) -> int:
     if ratings.unbounded:
         stderr_console().print(
             f"note: {', '.join(ratings.unbounded)} won or lost every game against the rest, so "
-            f"their exact ratings are infinite; added {ratings.prior_draws:g} virtual draw per "
-            "pairing (BayesElo's remedy)"
+            f"their exact ratings are infinite; added {ratings.prior_draws:g} virtual draw to each "
+            "of their pairings (BayesElo's remedy; nobody else's rating moves)"
         )
     if len(ratings.groups) > 1:
         stderr_console().print(
@@ -253,11 +256,14 @@ def _eval_epd(args: argparse.Namespace) -> int:
 
     from frugalzero.errors import UserError
     from frugalzero.evaluate.epd import best_moves, read_epd, write_epd
-    from frugalzero.gamestats import wilson
+    from frugalzero.evaluate.match import check_inputs
+    from frugalzero.evaluate.specs import parse_spec
     from frugalzero.output import emit
     from frugalzero.runtime.cores import available_cores
     from frugalzero.runtime.files import check_destination
+    from frugalzero.stats import wilson
 
+    check_inputs([parse_spec(args.engine)])  # before its net loads or its process starts
     if args.write:
         check_destination(args.write)  # before the engine's moves are searched
     positions, skipped = [], 0
@@ -314,8 +320,8 @@ LIST_META = ("date", "command", "games", "partial", "unmeasured", "added")
 
 
 def _list_rungs(table, as_json: bool) -> int:
-    from frugalzero.gamestats import Z95
     from frugalzero.output import emit
+    from frugalzero.stats import Z95
 
     out: dict = {}
     for r in table.rungs:
@@ -361,9 +367,10 @@ def _climb(args: argparse.Namespace, table) -> int:
         run_ladder,
         select_rungs,
     )
-    from frugalzero.evaluate.match import play_match
+    from frugalzero.evaluate.match import check_inputs, play_match
     from frugalzero.evaluate.specs import parse_spec
     from frugalzero.output import emit
+    from frugalzero.runtime.files import check_destination
     from frugalzero.runtime.progress import stderr_console
 
     if args.add_rung and (added := parse_spec(args.engine).name) in table.by_name():
@@ -372,6 +379,11 @@ def _climb(args: argparse.Namespace, table) -> int:
     adjudication = table.meta.get("adjudication")
     base = {"adjudication": adjudication} if adjudication else {}
     match = config_from_args(args, base)
+    # every rung it may play, before the first game: not a missing engine an hour in
+    check_inputs([parse_spec(args.engine), *(parse_spec(r.name) for r in rungs)], match)
+    for path in (match.pgn, args.add_rung):
+        if path:
+            check_destination(path)
     config = LadderConfig(games_per_rung=args.games_per_rung, neighbours=args.neighbours)
     console = stderr_console()
     resumed = None
@@ -451,15 +463,20 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     from frugalzero.errors import UserError
     from frugalzero.evaluate.calibrate import (
+        RUNGS,
         STATE_FILE,
         CalibrationConfig,
         make_table,
         run_calibration,
     )
+    from frugalzero.evaluate.match import check_inputs
+    from frugalzero.evaluate.specs import parse_spec
     from frugalzero.output import emit, to_json
     from frugalzero.runtime.files import atomic_write_text, check_destination
 
     check_destination(args.out)  # before hours of games
+    if not args.table_only:  # every rung's engine, before the first game
+        check_inputs([parse_spec(name) for name in RUNGS])
     config = CalibrationConfig(
         games=args.games_per_pair,
         far_games=max(2, 2 * (args.games_per_pair // 5)),

@@ -10,23 +10,41 @@ does not come back in time, a process that dies, an illegal move or an overlong 
 starts it again before its next game. ``random`` plays a uniformly random legal move from a
 per-game seed. Seats of ``net`` engines with a node limit (``frugalzero.evaluate.netplayer``)
 are players built on the types here; the match runner seats them all (``make_players``).
+
+Every UCI engine runs under a keeper (``frugalzero.evaluate.keeper``, a small process of its
+own): the keeper is the engine's child subreaper on Linux, so the runner owns the engine and
+every process it starts, however it detaches, and ends them all when the engine ends (its leader
+exiting is a crash at once, even when a child still holds its stdout) or when the runner ends
+it (SIGTERM to the keeper). The runner signals a process only by its pid and never through the
+transport's ``Popen``, whose ``poll`` would reap the process behind asyncio's child watcher.
+
+What an engine writes that we cannot use (a line that is no UCI answer, ``info`` we cannot
+parse, bytes that are not UTF-8) is counted per engine (``OutputNotes``): the first line of
+each kind is logged, the rest only counted, and the match summarises them, instead of a
+warning per line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import logging
 import os
 import random
 import signal
+import sys
+from collections import Counter
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import chess
 import chess.engine
 
 from frugalzero.errors import UserError
+from frugalzero.evaluate.keeper import CANNOT_START
 from frugalzero.evaluate.specs import EngineSpec, uci_command
 from frugalzero.values import score_cp
 
@@ -43,12 +61,93 @@ enough for its error, not a flood on the user's terminal."""
 QUIT_SECONDS = 2.0
 """How long a healthy engine may take to leave after ``quit`` before it is killed."""
 REAP_SECONDS = 10.0
-"""How long a killed engine may take to be reaped: at once, unless the machine is stalled (or
-the process is stuck in the kernel, when we give up on it)."""
+"""How long an engine's keeper, told to end it, may take to be gone with everything it kept:
+at once, unless the machine is stalled (or a process is stuck in the kernel, when we give up
+on it)."""
+KEEPER = Path(__file__).with_name("keeper.py")
+
+
+def kept(argv: list[str]) -> list[str]:
+    """``argv`` run by a keeper of its own (``frugalzero.evaluate.keeper``: the stdlib alone,
+    so ``-I -S``); on a system without POSIX processes, ``argv`` itself."""
+    if os.name != "posix":
+        return argv
+    return [sys.executable, "-I", "-S", str(KEEPER), str(os.getpid()), *argv]
+
+
+def _signal(transport: asyncio.SubprocessTransport, signum: int, group: bool = False) -> None:
+    """Send ``signum`` to the transport's process (its group with ``group``) while asyncio
+    has not reaped it, so its pid is still its own. Not ``transport.send_signal``: Popen polls
+    first, and a poll that reaps the process leaves asyncio's watcher waiting on a pid that is
+    gone ("Unknown child process pid ..., will report returncode 255")."""
+    if transport.get_returncode() is not None:
+        return
+    with contextlib.suppress(OSError):
+        if group:
+            os.killpg(transport.get_pid(), signum)
+        else:
+            os.kill(transport.get_pid(), signum)
+
+
+def unusable_lines(name: str, counts: Counter[str]) -> str:
+    """One line for the end of a match: how many lines of each kind engine ``name`` wrote
+    that we could not use (``OutputNotes.counts``)."""
+    kinds = ", ".join(f"{n} {kind}" for kind, n in counts.most_common())
+    return (
+        f"engine {name!r} wrote {sum(counts.values())} lines we could not use ({kinds}); "
+        "the first of each kind was shown"
+    )
+
+
+class OutputNotes:
+    """What one engine (every seat and restart of it in a match) wrote that we could not use,
+    lines counted by kind: the first line of a kind is logged, the rest only counted."""
+
+    KINDS = {
+        "Unexpected engine output": "unexpected line",
+        "Exception parsing": "unparsable info",
+        "Unknown score kind": "unparsable info",
+    }
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def kind(self, message: object) -> str:
+        text = str(message)
+        return next((k for m, k in self.KINDS.items() if m in text), "other")
+
+    def count(self, kind: str) -> bool:
+        """Count one line of ``kind``: True when it is the first, to be shown."""
+        self.counts[kind] += 1
+        return self.counts[kind] == 1
+
+
+_READING: contextvars.ContextVar[BoundedUci | None] = contextvars.ContextVar(
+    "frugalzero_uci_reading", default=None
+)
+"""The engine whose line python-chess is handling: its warnings are that engine's."""
+
+
+class _PerEngine(logging.Filter):
+    """Counts python-chess's warnings about a line an engine wrote, in that engine's notes,
+    and lets through only the first of each kind."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        reader = _READING.get()
+        if reader is None:
+            return True
+        return reader.note(reader.notes.kind(record.msg), record)
+
+
+chess.engine.LOGGER.addFilter(_PerEngine())
 
 
 class SpecMistake(UserError):
     """An engine refused an option of its spec: starting it again would not help."""
+
+
+class CannotStart(UserError):
+    """The engine's executable could not be run (its keeper said why): nor would it again."""
 
 
 class StartHang(UserError):
@@ -128,12 +227,36 @@ class BoundedUci(chess.engine.UciProtocol):
     line, which makes a flood of ``info`` quadratic); only the first ``STDERR_LINES`` lines
     of stderr are logged."""
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "", notes: OutputNotes | None = None) -> None:
         super().__init__()
+        self.label = label
+        self.notes = notes if notes is not None else OutputNotes()
         self.fault = ""
+        self.cannot_start = ""
+        """Why the keeper could not start the engine (its line on stderr), if it could not."""
         self.stderr_lines = 0
+        self._line_kinds: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"engine {self.label!r}" if self.label else super().__repr__()
+
+    def note(self, kind: str, record: logging.LogRecord | None = None) -> bool:
+        """Count the line being read under ``kind`` (once a line); True for the first of its
+        kind, which is shown (``record`` then says the rest are counted)."""
+        if kind in self._line_kinds:
+            return False
+        self._line_kinds.add(kind)
+        first = self.notes.count(kind)
+        if first and record is not None and isinstance(record.msg, str):
+            args = record.args if isinstance(record.args, tuple) else ()
+            named = "" if any(a is self for a in args) else repr(self).replace("%", "%%") + ": "
+            record.msg = f"{named}{record.msg} (lines like it are counted, not shown)"
+        return first
 
     def error_line_received(self, line: str) -> None:
+        if line.startswith(CANNOT_START):  # the keeper's, not the engine's
+            self.cannot_start = line.removeprefix(CANNOT_START)
+            return
         self.stderr_lines += 1
         if self.stderr_lines <= STDERR_LINES:
             super().error_line_received(line)
@@ -157,32 +280,49 @@ class BoundedUci(chess.engine.UciProtocol):
             self._overflow(fd)
 
     def _take(self, fd: int, line: bytearray) -> None:
+        self._line_kinds = set()
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as err:
-            chess.engine.LOGGER.warning("%s: >> %r (%s)", self, line[:200], err)
+            if self.note("not UTF-8"):
+                chess.engine.LOGGER.warning(
+                    "%s: >> %r (%s; lines like it are counted, not shown)", self, line[:200], err
+                )
             return
-        if fd == 1:
-            self._line_received(text)
-        else:
+        if fd != 1:
             self.error_line_received(text)
+            return
+        reading = _READING.set(self)
+        try:
+            self._line_received(text)
+        finally:
+            _READING.reset(reading)
 
     def _overflow(self, fd: int) -> None:
         self.fault = f"a line of output over {MAX_LINE >> 20} MiB"
         self.buffer[fd] = bytearray()
+        self.end_process()
+
+    def end_process(self) -> None:
+        """Have the keeper end the engine and everything it started, at once."""
         if self.transport is not None:
-            self.transport.kill()
+            _signal(self.transport, signal.SIGTERM)
 
 
 class UciPlayer(Player):
     """One process of a UCI engine, killed and started again after a failure."""
 
     def __init__(
-        self, spec: EngineSpec, hang_seconds: float, hang_margin: float = HANG_MARGIN
+        self,
+        spec: EngineSpec,
+        hang_seconds: float,
+        hang_margin: float = HANG_MARGIN,
+        notes: OutputNotes | None = None,
     ) -> None:
         super().__init__(spec)
         self.hang_seconds = hang_seconds
         self.hang_margin = hang_margin
+        self.notes = notes if notes is not None else OutputNotes()
         self.limit = chess.engine.Limit(
             nodes=spec.nodes,
             depth=spec.depth,
@@ -194,8 +334,18 @@ class UciPlayer(Player):
 
     async def start(self) -> None:
         argv, env = uci_command(self.spec)
+        # in a process group of its own: Ctrl-C in a terminal reaches the runner only
+        group = {"process_group": 0} if os.name == "posix" else {}
         try:
-            self._transport, self._engine = await BoundedUci.popen(argv, setpgrp=True, env=env)
+            self._transport, self._engine = await asyncio.get_running_loop().subprocess_exec(
+                lambda: BoundedUci(self.name, self.notes),
+                *kept(argv),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                **group,
+            )
         except OSError as exc:
             raise UserError(f"engine {self.name!r}: could not start {argv[0]} ({exc})") from None
         try:  # whatever stops the handshake (a hang, a crash, Ctrl-C) ends the process too
@@ -230,10 +380,15 @@ class UciPlayer(Player):
                 "(raise --hang-seconds if it is only slow to start)"
             ) from None
         except chess.engine.EngineError as exc:
+            if self._engine is not None and self._engine.cannot_start:
+                raise CannotStart(
+                    f"engine {self.name!r}: could not start {self._engine.cannot_start}"
+                ) from None
             raise UserError(f"engine {self.name!r}: {self._why_failed(exc).detail}") from None
 
     @property
     def pid(self) -> int | None:
+        """The pid of the engine's keeper (the engine is its child)."""
         return self._transport.get_pid() if self._transport else None
 
     async def new_game(self, seed: int) -> None:
@@ -306,10 +461,11 @@ class UciPlayer(Player):
         await self._stop(ask=True)
 
     async def _stop(self, ask: bool) -> None:
-        """End the process (asked to ``quit`` first when ``ask``), its process group with it,
-        and reap it before returning: no engine outlives its player, and the event loop
-        closing after us does not log "Loop ... that handles pid ... is closed". Cancelled
-        meanwhile (another seat failed; Ctrl-C), it still ends the process, then re-raises."""
+        """End the engine (asked to ``quit`` first when ``ask``) with every process it
+        started, and see its keeper reaped before returning: no engine process outlives its
+        player, and the event loop closing after us does not log "Loop ... that handles pid
+        ... is closed". Cancelled meanwhile (another seat failed; Ctrl-C), it still ends the
+        engine, then re-raises."""
         engine, transport = self._engine, self._transport
         self._engine = self._transport = None
         if transport is None:
@@ -330,14 +486,23 @@ async def _end_process(
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(engine.quit(), QUIT_SECONDS)
     finally:
-        if transport.get_returncode() is None:  # not reaped: its pid is still its group's
-            with contextlib.suppress(OSError):
-                os.killpg(transport.get_pid(), signal.SIGKILL)  # a wrapper's children too
-        with contextlib.suppress(Exception):
-            transport.kill()
+        _signal(transport, signal.SIGTERM)  # the keeper: the engine and all it started, at once
         try:
-            if engine is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(engine.returncode), REAP_SECONDS)
+            if engine is not None and not await _gone(engine, REAP_SECONDS):
+                chess.engine.LOGGER.warning(
+                    "%s: not gone %g s after it was told to end: killing its group",
+                    engine,
+                    REAP_SECONDS,
+                )
+                _signal(transport, signal.SIGKILL, group=True)
+                await _gone(engine, REAP_SECONDS)
         finally:
             transport.close()
+
+
+async def _gone(engine: BoundedUci, seconds: float) -> bool:
+    """Has the engine's process been reaped and its pipes closed within ``seconds``? (Its
+    keeper exits only once everything it kept is gone.)"""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asyncio.shield(engine.returncode), seconds)
+    return engine.returncode.done()

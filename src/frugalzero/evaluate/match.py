@@ -18,6 +18,14 @@ rating, a gate's decision) that measures nothing.
 A side under a clock (``tc=``) is told both clocks with each move and loses on time when a
 move overruns its clock (``frugalzero.evaluate.clock``). Such a match plays one game at a time
 unless ``concurrency`` is set, so the engine has the machine to itself, as a user's would.
+
+Every path a match is given (the engines' executables, the nets of ``net:`` engines, the
+opening book) is checked before any engine or net starts (``check_inputs``). The runner owns
+every process it starts, descendants included (each UCI engine runs under a keeper:
+``frugalzero.evaluate.engines``): an engine that forfeits is ended with all it started before
+the next game, and none is left when the match returns, however it ends. Lines an engine
+writes that we cannot use are counted per engine (``engine_output`` in the summary), the
+first of each kind logged.
 """
 
 from __future__ import annotations
@@ -33,28 +41,32 @@ from pathlib import Path
 from typing import Literal
 
 import chess
+import chess.engine
 
-from frugalzero.chess.positions import Opening
+from frugalzero.chess.positions import Opening, load_book
 from frugalzero.chess.rules import game_end
 from frugalzero.config import check
 from frugalzero.errors import UserError
 from frugalzero.evaluate.adjudicate import AdjudicationConfig, Adjudicator
 from frugalzero.evaluate.clock import FLAG_TOLERANCE, GameClocks, flag_verdict, time_control_tag
-from frugalzero.evaluate.elo import elo_interval, los
 from frugalzero.evaluate.engines import (
     HANG_MARGIN,
+    CannotStart,
+    OutputNotes,
     Player,
     PlayerFailure,
     RandomPlayer,
     SpecMistake,
     StartHang,
     UciPlayer,
+    unusable_lines,
 )
 from frugalzero.evaluate.openings import odds_opening, opening_stream
 from frugalzero.evaluate.pgn import GameOutcome, append_game, score_comment, to_pgn
-from frugalzero.evaluate.specs import EngineSpec, parse_spec, uci_command
+from frugalzero.evaluate.specs import EngineSpec, net_file, parse_spec, uci_command
 from frugalzero.evaluate.sprt import SprtConfig, SprtResult, sprt
 from frugalzero.results import BLACK_WINS, loss_for
+from frugalzero.stats import elo_interval, los
 
 RESTART_TRIES = 3
 
@@ -170,6 +182,9 @@ class MatchResult:
     pgn: str = ""
     batching: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per net engine: search batches sent and leaves in them (shared across games)."""
+    engine_output: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per UCI engine that wrote lines we could not use: their count by kind (``unexpected
+    line``, ``unparsable info``, ``not UTF-8``)."""
 
     def summary(self) -> dict:
         """The ``--json`` object: the issue's fields first."""
@@ -203,6 +218,8 @@ class MatchResult:
         out["forfeits"] = {name: dict(c.most_common()) for name, c in forfeits.items()}
         if self.batching:
             out["net_batching"] = self.batching
+        if self.engine_output:
+            out["engine_output"] = self.engine_output
         out["seconds"] = round(self.seconds, 1)
         if self.pgn:
             out["pgn"] = self.pgn
@@ -295,7 +312,8 @@ def make_players(
     if spec.kind == "random":
         return [RandomPlayer(spec) for _ in range(seats)]
     if spec.is_uci:  # a net under a clock too: our own UCI engine, one process per seat
-        return [UciPlayer(spec, hang_seconds, hang_margin) for _ in range(seats)]
+        notes = OutputNotes()  # one engine's lines counted across its seats
+        return [UciPlayer(spec, hang_seconds, hang_margin, notes) for _ in range(seats)]
     from frugalzero.evaluate.netplayer import NetEngine
 
     if spec.name not in shared:
@@ -329,15 +347,30 @@ def _opening(config: MatchConfig, opening: Opening, pair: int, a_white: bool) ->
     return odds_opening(config.odds, giver_white, config.noise_plies, (config.seed, pair))
 
 
+def check_inputs(specs: Iterable[EngineSpec], config: MatchConfig | None = None) -> None:
+    """Every path the engines and the match are given, checked before any engine or net
+    starts: each UCI engine's executable (``uci:``, the installed engines, ``frugalzero uci``'s
+    net under a clock), each ``net:`` engine's network file and the opening book (read up to
+    its first position); a bad one is one line naming it. (A PGN destination is the
+    commands' to check, ``check_destination``: the pipeline writes into its own run.)"""
+    for spec in specs:
+        if spec.is_uci:
+            uci_command(spec)
+        elif spec.kind == "net":
+            net_file(spec)
+    if config is not None and config.openings:
+        load_book(config.openings, limit=1)
+
+
 async def _started(player: Player) -> None:
     """Start an engine, a few tries: one killed during its handshake comes back like one
-    killed mid-game; one that never starts, or hangs in its handshake (it would only hang
-    again), stops the match with its line."""
+    killed mid-game; one that never starts, cannot be run or hangs in its handshake (it would
+    only hang again), stops the match with its line."""
     for attempt in range(RESTART_TRIES):
         try:
             await player.start()
             return
-        except (SpecMistake, StartHang):
+        except (SpecMistake, StartHang, CannotStart):
             raise
         except UserError:
             if attempt == RESTART_TRIES - 1:
@@ -364,16 +397,14 @@ async def run_match(
     if config.games < 1:
         raise UserError(f"games must be at least 1, not {config.games}")
     seats, _ = game_slots(spec_a, spec_b, config)
-    for spec in (spec_a, spec_b):  # a missing executable is not worth the start's retries
-        if spec.is_uci:
-            uci_command(spec)
+    check_inputs((spec_a, spec_b), config)  # before a net loads or an engine starts
+    stream = opening_stream(config.openings or None, config.noise_plies, config.seed)
+    openings: dict[int, Opening] = {0: next(stream)}  # the whole book read: a bad line now
     shared: dict = {}
     hangs = (config.hang_seconds, shared, config.hang_margin)
     players_a = make_players(spec_a, seats, *hangs)
     players_b = make_players(spec_b, seats, *hangs)
     everyone = players_a + players_b
-    stream = opening_stream(config.openings or None, config.noise_plies, config.seed)
-    openings: dict[int, Opening] = {}
     tally, outcomes, reasons = Tally(), [], Counter()
     state = {"next": 0, "stop": False, "sprt": None}
     broken: set[Player] = set()  # forfeited and killed: started again before their next game
@@ -440,7 +471,24 @@ async def run_match(
         state["sprt"],
         str(pgn_path) if pgn_path else "",
         batching,
+        _engine_output(everyone),
     )
+
+
+def _engine_output(players: list[Player]) -> dict[str, dict[str, int]]:
+    """Each engine's lines we could not use, by kind, and one log line for each engine that
+    wrote more than the first of each kind (the only ones logged as they came)."""
+    counts: dict[str, Counter] = {}
+    seen: set[int] = set()
+    for player in players:
+        notes = getattr(player, "notes", None)
+        if isinstance(notes, OutputNotes) and id(notes) not in seen and notes.counts:
+            seen.add(id(notes))
+            counts.setdefault(player.name, Counter()).update(notes.counts)
+    for name, count in counts.items():
+        if sum(count.values()) > len(count):
+            chess.engine.LOGGER.warning("%s", unusable_lines(name, count))
+    return {name: dict(count.most_common()) for name, count in counts.items()}
 
 
 def play_match(

@@ -24,6 +24,7 @@ so the same engine always has the same name.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -243,6 +244,8 @@ def check_executable(spec: EngineSpec) -> str:
     path = spec.path
     found = shutil.which(path) if not Path(path).is_absolute() else path
     if found and Path(found).is_file():
+        if not os.access(found, os.X_OK):  # its keeper could only fail to start it
+            raise UserError(f"engine {spec.name!r}: {found!r} is not executable (chmod +x)")
         return found
     hint = ""
     if spec.kind in APT_PACKAGE:
