@@ -23,7 +23,7 @@ from frugalzero.experiment.verdict import (
     interval,
     mean_curve,
     minimum_detectable_effect,
-    t_quantile,
+    protocol_rating_error,
 )
 from frugalzero.runtime.interpreter import own_code_env
 
@@ -115,28 +115,132 @@ def test_the_next_iteration_goes_to_the_arm_seed_that_spent_least(tmp_path, monk
     assert (arm.name, seed) == ("puct", 1)
 
 
-# -- the decision rule ------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "p, df, table", [(0.975, 1, 12.706), (0.975, 2, 4.303), (0.975, 9, 2.262), (0.8, 2, 1.061)]
-)
-def test_t_quantiles_match_the_table(p, df, table) -> None:
-    assert t_quantile(p, df) == pytest.approx(table, abs=1e-3)
-    assert t_quantile(1 - p, df) == pytest.approx(-table, abs=1e-3)
+# -- bad input, found before anything is written ----------------------------------------------
+def _open(spec: Path, directory: Path, record: Path | None = None):
+    from rich.console import Console
+
+    from frugalzero.experiment.runner import Experiment
+
+    return Experiment(load_spec(str(spec)), spec, directory, Console(quiet=True), record=record)
 
 
-def test_the_minimum_detectable_effect_shrinks_as_root_n() -> None:
+def test_a_preset_edited_between_two_starts_is_refused_naming_it(tmp_path) -> None:
+    from frugalzero.config import preset_path
+
+    preset = tmp_path / "mine.toml"
+    preset.write_text(preset_path("smoke").read_text())
+    own = 'preset = "smoke"\nmethod = "contempt"'
+    spec = _spec_file(tmp_path, {own: f'preset = "{preset}"\nmethod = "contempt"'})
+    directory = tmp_path / "exp"
+    _open(spec, directory)
+    state = (directory / "state.json").read_bytes()
+    preset.write_text("# a comment changes nothing\n" + preset.read_text())
+    _open(spec, directory)
+    preset.write_text(preset.read_text().replace("batch_size = 128", "batch_size = 256"))
+    with pytest.raises(UserError) as error:
+        _open(spec, directory)
+    message = str(error.value)
+    assert f"preset {preset} (arm contempt) has changed" in message and "\n" not in message
+    assert "train.batch_size: 128 then, 256 now" in message
+    assert (directory / "state.json").read_bytes() == state
+
+
+def test_an_experiment_from_before_the_presets_were_kept_keeps_them_when_resumed(tmp_path):
+    directory = tmp_path / "exp"
+    _open(SMOKE, directory)
+    path = directory / "state.json"
+    old = json.loads(path.read_text())
+    del old["presets"]
+    path.write_text(json.dumps(old))
+    exp = _open(SMOKE, directory)  # opens: it cannot tell what its presets were
+    exp._save()
+    assert set(json.loads(path.read_text())["presets"]) == {"smoke"}
+
+
+def test_seeds_out_of_a_runs_range_are_refused_before_anything_is_written(tmp_path) -> None:
+    spec = _spec_file(tmp_path, {"seeds = [0, 1]": "seeds = [0, 99999999999999999999]"})
+    with pytest.raises(UserError) as error:
+        _open(spec, tmp_path / "exp")
+    message = str(error.value)
+    assert "seeds: run.seed: 1e+20 is out of range (0 to 4,294,967,295)" in message
+    assert "\n" not in message and not (tmp_path / "exp").exists()
+
+
+def test_a_negative_seed_is_one_line_and_makes_no_directory(tmp_path, capsys, monkeypatch):
+    from frugalzero.cli import main
+    from frugalzero.experiment.runner import Experiment
+
+    monkeypatch.setattr(Experiment, "run", lambda self: pytest.fail("the experiment ran"))
+    spec = _spec_file(tmp_path, {"seeds = [0, 1]": "seeds = [-1, 0]"})
+    assert main(["experiment", str(spec), "--dir", str(tmp_path / "exp")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("frugalzero: error: ") and "\n" not in err
+    assert "spec.toml: seeds: run.seed: -1 is out of range (0 to 4,294,967,295)" in err
+    assert not (tmp_path / "exp").exists()
+
+
+def test_a_bad_anchor_is_refused_before_anything_is_written_so_its_fix_starts(tmp_path):
+    directory = tmp_path / "exp"
+    bad = _spec_file(tmp_path, {'anchors = ["random"]': 'anchors = ["nosuch"]'})
+    with pytest.raises(UserError, match="rating.anchors: engine 'nosuch'"):
+        _open(bad, directory)
+    assert not directory.exists()
+    good = _spec_file(tmp_path)  # the spec corrected, in the same --dir
+    exp = _open(good, directory)
+    assert exp.state.spec_sha256 == load_spec(str(good)).sha256()
+    assert (directory / "state.json").is_file()
+
+
+def test_a_record_that_is_a_file_is_refused_at_once(tmp_path, capsys, monkeypatch) -> None:
+    from frugalzero.cli import main
+    from frugalzero.experiment.runner import Experiment
+
+    monkeypatch.setattr(Experiment, "run", lambda self: pytest.fail("the experiment ran"))
+    record = tmp_path / "record.json"
+    record.write_text("{}\n")
+    argv = ["experiment", str(SMOKE), "--dir", str(tmp_path / "exp"), "--record", str(record)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"frugalzero: error: cannot create the directory {record}: Not a directory"
+    assert not (tmp_path / "exp").exists() and record.read_text() == "{}\n"
+
+
+def test_a_dir_or_record_in_a_runs_own_folder_is_refused_before_writing(tmp_path) -> None:
+    from frugalzero.config import load_config
+    from frugalzero.layout import RunLayout
+    from frugalzero.pipeline.config import RunConfig
+    from frugalzero.pipeline.identity import open_run
+
+    run = tmp_path / "run"
+    open_run(RunLayout(run), load_config(RunConfig, "smoke"))
+    files = sorted(p.name for p in run.iterdir())
+    with pytest.raises(UserError) as error:
+        _open(SMOKE, run / "nets")
+    assert f"the run {run}'s own nets" in str(error.value)
+    with pytest.raises(UserError) as error:
+        _open(SMOKE, tmp_path / "exp", record=run / "data" / "record")
+    assert f"the run {run}'s own data" in str(error.value)
+    assert sorted(p.name for p in run.iterdir()) == files and not (tmp_path / "exp").exists()
+
+
+# -- the decision rule (its calibration: tests/test_verdict_calibration.py) --------------------
+def test_the_minimum_detectable_effect_holds_the_rating_error_and_shrinks_as_root_n() -> None:
+    from frugalzero.stats import minimum_detectable_effect as paired
+
     assert minimum_detectable_effect(1, 120, 0.95, 0.8) is None
     three = minimum_detectable_effect(3, 120, 0.95, 0.8)
-    assert three == pytest.approx((4.303 + 1.061) * 120 * math.sqrt(2 / 3), rel=1e-3)
+    assert three == pytest.approx(paired(3, 120 * math.sqrt(2), 0.95, 0.8))
+    assert three > (4.303 + 1.061) * 120 * math.sqrt(2 / 3)  # the large-sample formula's 525
+    with_error = minimum_detectable_effect(3, 120, 0.95, 0.8, rating_error=80)
+    assert with_error == pytest.approx(paired(3, math.sqrt(2 * 120**2 + 80**2), 0.95, 0.8))
     big = minimum_detectable_effect(400, 120, 0.95, 0.8)
     assert big == pytest.approx((1.966 + 0.842) * 120 * math.sqrt(2 / 400), rel=1e-2)
 
 
-def test_an_interval_adds_the_rating_error_to_the_spread() -> None:
+def test_an_interval_is_students_t_on_the_spread_which_holds_the_rating_error() -> None:
     mean, low, high = interval([10.0, 30.0], [0.0, 0.0], 0.95)
     assert mean == 20 and high - mean == pytest.approx(12.706 * math.sqrt(200 / 2), rel=1e-3)
-    _, low2, high2 = interval([10.0, 30.0], [30.0, 30.0], 0.95)
-    assert high2 - low2 > high - low
+    assert interval([10.0, 30.0], [30.0, 30.0], 0.95) == (mean, low, high)  # not counted twice
     one = interval([50.0], [10.0], 0.95)
     assert one == pytest.approx((50.0, 50 - 19.6, 50 + 19.6), abs=0.01)
 
@@ -182,7 +286,17 @@ def test_the_verdict_states_the_rule_and_the_effect_it_can_detect() -> None:
     result = verdict(spec, arms, complete=True)
     assert result["comparisons"][0]["difference"] == 55.0
     assert "contempt vs puct: +55 Elo" in result["text"] and "inconclusive" in result["text"]
-    assert result["mde_elo"] == pytest.approx(minimum_detectable_effect(2, 120, 0.95, 0.8), abs=0.1)
+    # the MDE holds the rating protocol's error: 4 games a net against one anchor
+    error = protocol_rating_error(spec)
+    assert error == pytest.approx(math.sqrt(2) * 800 / math.log(10) / math.sqrt(4))
+    assert result["rating_error_sd"] == pytest.approx(error, abs=0.1)
+    mde = minimum_detectable_effect(2, 120, 0.95, 0.8, error)
+    assert result["mde_elo"] == pytest.approx(mde, abs=0.1)
+    assert mde > minimum_detectable_effect(2, 120, 0.95, 0.8)
+    comparison = result["comparisons"][0]  # the seed spread and the rating error, apart
+    assert comparison["rating_error_sd"] == pytest.approx(5 * math.sqrt(2), abs=0.1)
+    assert comparison["spread_sd"] == pytest.approx(math.sqrt(50), abs=0.1)
+    assert "rating error 7 a pair" in result["text"]
     assert "so far" in verdict(spec, arms, complete=False)["text"]
     assert isinstance(spec, ExperimentSpec)
 

@@ -493,6 +493,33 @@ def test_the_same_preset_resumes_a_stopped_run_and_another_is_refused(stopped_ru
     assert "this run was made with" in line and "a resume keeps its config.toml" in line
 
 
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--preset", "demo"],
+        ["--preset", "demo", "--set", "net.arch=small", "--no-budget.fit"],
+        ["--set", "net.arch=small", "--set", "budget.iterations=3", "--method", "selfplay"],
+        ["--set", "generate.pgn=['a b.pgn']", "--method", "pgn"],
+    ],
+)
+def test_a_refused_resume_advises_a_command_that_builds_what_was_asked(stopped_run, capsys, flags):
+    """The command a refused resume offers for a new run builds the config the refused one
+    asked for (another preset, several flags), not the saved run with one field changed."""
+    import shlex
+
+    from frugalzero.cli import build_parser
+    from frugalzero.config import to_dict
+    from frugalzero.config_cli import config_from_args
+    from frugalzero.pipeline.cli import run_config
+
+    line = _error(capsys, ["run", "--dir", str(stopped_run), *flags])
+    advice = shlex.split(line.partition("; for a run with it: ")[2])
+    assert advice[:2] == ["frugalzero", "run"] and advice[-2:] == ["--dir", "NEW_DIR"], line
+    asked = run_config(build_parser().parse_args(["run", "--dir", str(stopped_run), *flags]))
+    advised = config_from_args(build_parser().parse_args(advice[1:-2]))
+    assert to_dict(advised) == to_dict(asked[1])
+
+
 def test_report_and_every_writer_refuse_a_runs_own_files(stopped_run, tmp_path, capsys):
     own = {p: p.read_bytes() for p in (stopped_run / "config.toml", stopped_run / "state.json")}
     for path in own:
@@ -550,7 +577,8 @@ def test_every_path_a_config_names_is_checked_before_anything_is_written(tmp_pat
         ("sfgames.engine.nodes=1e100", "sfgames.engine.nodes: 1e+100 is out of range"),
         ("selfplay.search.simulations=1e100", "simulations: 1e+100 is out of range"),
         ("train.steps=1e100", "train.steps: 1e+100 is out of range"),
-        ("seed=1e100", "seed: 1e+100 is out of range"),  # no bound declared: a 64-bit integer
+        ("seed=1e100", "seed: 1e+100 is out of range (0 to 4,294,967,295)"),
+        ("net.seed=-1", "net.seed: -1 is out of range (0 to 4,294,967,295)"),  # NumPy takes none
     ],
 )
 def test_integers_are_bounded_per_field(capsys, setting, says):

@@ -24,7 +24,10 @@ def anchor_ratings(rating: RatingSpec) -> dict[str, float]:
     table = load_table().by_name()
     out = {}
     for anchor in rating.anchors:
-        name = parse_spec(anchor).name
+        try:
+            name = parse_spec(anchor).name
+        except UserError as exc:
+            raise UserError(f"rating.anchors: {exc}") from None
         rung = table.get(name)
         if rung is None:
             raise UserError(

@@ -1,9 +1,10 @@
 """``frugalzero experiment``: every arm-seed an ordinary run, advanced an iteration at a time.
 
-The directory holds ``spec.toml`` (the spec as given), ``state.json`` (the spec's hash and
-each arm-seed's CPU seconds), ``arms/ARM/seed-K/`` (a ``frugalzero run`` directory each),
-``ratings/`` (every rated net's games, from which the ratings recompute), ``experiment.json``
-and ``experiment.html``.
+The directory holds ``spec.toml`` (the spec as given), ``state.json`` (the spec's hash, the
+arms' presets' values and each arm-seed's CPU seconds), ``arms/ARM/seed-K/`` (a ``frugalzero
+run`` directory each), ``ratings/`` (every rated net's games, from which the ratings
+recompute), ``experiment.json`` and ``experiment.html``. Everything the spec names and every
+path it writes is checked before the first of these is written (``Experiment._check``).
 
 The next iteration always goes to the arm-seed that has spent least (ties: seed, then arm
 order), so an interrupted experiment has comparable progress in every arm, and the order is a
@@ -28,11 +29,11 @@ from rich.console import Console
 from frugalzero.config import bounded, from_dict, load_config
 from frugalzero.errors import UserError
 from frugalzero.experiment.spec import ArmSpec, ExperimentSpec
-from frugalzero.layout import INITIAL_NET
+from frugalzero.layout import INITIAL_NET, refuse_run_files
 from frugalzero.output import to_json
 from frugalzero.pipeline.config import RunConfig
 from frugalzero.pipeline.state import RunState
-from frugalzero.runtime.files import atomic_write_text
+from frugalzero.runtime.files import atomic_write_text, check_destination
 from frugalzero.runtime.lock import DirectoryLock
 
 SPEC, STATE, RESULT, PAGE = "spec.toml", "state.json", "experiment.json", "experiment.html"
@@ -67,6 +68,9 @@ class ExperimentState:
     """The canonical spec, to name the first difference of a changed one."""
     seeds: dict[str, SeedProgress] = field(default_factory=dict)
     """By ``ARM/seed-K``."""
+    presets: dict[str, Any] = field(default_factory=dict)
+    """Each arm's preset, as the spec names it -> its values when the experiment started (part
+    of its identity, as the spec is; empty in a state from before they were kept)."""
     rated: dict[str, str] = field(default_factory=dict)
     """net id -> the player name its rating games carry."""
     steps: int = bounded(0, 0, 10**9)
@@ -95,12 +99,41 @@ class Experiment:
         self.console = console
         self.ray = ray
         self.record = record
-        for arm in spec.arm:  # a bad override fails now, naming its arm, not hours in
-            try:
-                self.run_config(arm, spec.seeds[0])
-            except UserError as exc:
-                raise UserError(f"{spec_file}: arm {arm.name}: {exc}") from None
+        self.anchors, self.presets = self._check(spec_file)
         self.state = self._open(spec_file)
+
+    def _check(self, spec_file: Path) -> tuple[dict[str, float], dict[str, Any]]:
+        """The whole spec and where it writes, checked before anything is written (a refusal
+        after the state is written would leave a directory the corrected spec cannot resume):
+        the directories, the seeds, the anchors, every arm-seed's config and the files each
+        arm's config names. Returns the anchors' ratings and the presets' values."""
+        from frugalzero.experiment.rating import anchor_ratings
+        from frugalzero.pipeline.inputs import check_inputs
+
+        refuse_run_files(self.dir)  # what the directory's lock would refuse, before the state
+        if self.record is not None:  # not a file, nor in a run's folder or under a file
+            check_destination(self.record / RESULT)
+        try:
+            for seed in self.spec.seeds:  # in a run's range (``RunConfig.seed``'s, named so)
+                try:
+                    RunConfig(seed=seed)
+                except UserError as exc:
+                    raise UserError(f"seeds: {exc}") from None
+            anchors = anchor_ratings(self.spec.rating)
+            for arm in self.spec.arm:
+                for seed in self.spec.seeds:
+                    try:
+                        config = self.run_config(arm, seed)
+                    except UserError as exc:
+                        raise UserError(f"arm {arm.name}, seed {seed}: {exc}") from None
+                try:
+                    check_inputs(config)  # the seeds name no file: one check an arm
+                except UserError as exc:
+                    raise UserError(f"arm {arm.name}: {exc}") from None
+            presets = self.spec.preset_tables()
+        except UserError as exc:
+            raise UserError(f"{spec_file}: {exc}") from None
+        return anchors, presets
 
     # -- identity -----------------------------------------------------------------------------
     def _open(self, spec_file: Path) -> ExperimentState:
@@ -117,10 +150,17 @@ class Experiment:
             }
             if state.spec_sha256 != self.spec.sha256():
                 raise UserError(self._changed(state.spec))
+            if state.presets and state.presets != self.presets:
+                raise UserError(self._preset_changed(state.presets))
+            # a state from before the presets were kept keeps them from its next save (made
+            # under the directory's lock, in ``run``)
+            state.presets = self.presets
             return state
         self.dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(spec_file, self.dir / SPEC)
-        state = ExperimentState(spec_sha256=self.spec.sha256(), spec=self.spec.canonical())
+        state = ExperimentState(
+            spec_sha256=self.spec.sha256(), spec=self.spec.canonical(), presets=self.presets
+        )
         self._save(state)
         return state
 
@@ -132,6 +172,21 @@ class Experiment:
         return (
             f"{self.dir}: this experiment was started with another spec ({what}); resume it "
             f"with {self.dir / SPEC}, or start the new spec in a new --dir"
+        )
+
+    def _preset_changed(self, old: dict[str, Any]) -> str:
+        """The refusal of a preset edited since the experiment started, naming it, its arms
+        and its first changed key."""
+        from frugalzero.pipeline.identity import first_difference
+
+        names = [*self.presets, *(p for p in old if p not in self.presets)]
+        name = next(p for p in names if old.get(p) != self.presets.get(p))
+        found = first_difference(old.get(name) or {}, self.presets.get(name) or {})
+        what = f"{found[0]}: {found[1]!r} then, {found[2]!r} now" if found else "its values"
+        arms = ", ".join(a.name for a in self.spec.arm if a.preset == name)
+        return (
+            f"{self.dir}: the preset {name} (arm {arms}) has changed since this experiment "
+            f"started ({what}); restore it to resume, or start the experiment in a new --dir"
         )
 
     def _save(self, state: ExperimentState | None = None) -> None:
@@ -269,10 +324,10 @@ class Experiment:
 
     def _rate_kept(self) -> None:
         """Rate every kept net not rated yet (one net id once)."""
-        from frugalzero.experiment.rating import anchor_ratings, rate_net
+        from frugalzero.experiment.rating import rate_net
         from frugalzero.pipeline.assess import net_spec
 
-        anchors = anchor_ratings(self.spec.rating)
+        anchors = self.anchors
         for arm, seed in self.keys():
             run_dir = self.run_dir(arm, seed)
             kept = self.kept(arm, seed)
@@ -297,10 +352,10 @@ class Experiment:
 
     # -- the results --------------------------------------------------------------------------
     def results(self) -> dict[str, Any]:
-        from frugalzero.experiment.rating import anchor_ratings, ratings
+        from frugalzero.experiment.rating import ratings
         from frugalzero.experiment.verdict import mean_curve, verdict
 
-        anchors = anchor_ratings(self.spec.rating)
+        anchors = self.anchors
         fitted = ratings(self.dir / RATINGS, anchors)
         confidence = self.spec.decision.confidence
         arms = []

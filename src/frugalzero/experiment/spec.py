@@ -3,7 +3,9 @@ are rated and the decision rule, all fixed before it runs (``docs/experiment.md`
 
 The spec is the experiment's identity: its canonical form (the parsed values, not the file's
 comments or layout) is hashed when the experiment starts, and a resume with a spec that differs
-is refused by its first differing key, so no result mixes two designs.
+is refused by its first differing key, so no result mixes two designs. The arms' presets are
+part of it (``preset_tables``): an arm-seed started after a preset was edited would be another
+recipe than one started before.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from frugalzero.config import bounded, check, from_dict, read_toml
+from frugalzero.config import bounded, check, from_dict, preset_path, read_toml
 from frugalzero.errors import UserError
+from frugalzero.output import to_json
 
 SPECS = Path(__file__).resolve().parent.parent / "configs" / "experiments"
 
@@ -159,6 +162,20 @@ class ExperimentSpec:
     def sha256(self) -> str:
         text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+    def preset_tables(self) -> dict[str, dict[str, Any]]:
+        """Each arm's preset, as the spec names it -> its parsed values (not its comments), as
+        JSON reads them back from the experiment's state (infinity as "inf")."""
+        out: dict[str, dict[str, Any]] = {}
+        for arm in self.arm:
+            if arm.preset in out:
+                continue
+            try:
+                table = read_toml(preset_path(arm.preset)) if arm.preset else {}
+            except UserError as exc:
+                raise UserError(f"arm {arm.name}: preset: {exc}") from None
+            out[arm.preset] = json.loads(to_json(table))
+        return out
 
     def checkpoints(self) -> list[float]:
         """The budget's checkpoints in its unit."""

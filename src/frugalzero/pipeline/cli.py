@@ -69,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
     run_dir, config = run_config(args)
     with DirectoryLock(run_dir):
         console = stderr_console()
-        loop = RunLoop(config, run_dir, console)
+        loop = RunLoop(config, run_dir, console, preset=args.config)
         resumed = loop.state.iteration or loop.state.step != "generate"
         console.print(
             f"{'resuming' if resumed else 'starting'} run {run_dir} "

@@ -14,6 +14,10 @@ from frugalzero.nn.config import EvaluatorConfig
 from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.train.config import TrainConfig
 
+SEED_MAX = 2**32 - 1
+"""A run's seed and its net's: NumPy takes no negative seed, and what the generators and matches
+derive from it (``seed * 1_000_003 + ...``, ``seed * 7919 * 100_003``) must stay an int64."""
+
 Method = Literal["selfplay", "contempt", "gumbel", "eps-explore", "sfgames", "pgn"]
 
 
@@ -155,7 +159,7 @@ class RunConfig:
     method: Method = "selfplay"
     """Data method: selfplay (PUCT + noise + temperature), contempt (search-contempt), gumbel,
     eps-explore (network explores, Stockfish labels), sfgames (Stockfish games), pgn."""
-    seed: int = 0
+    seed: int = bounded(0, 0, SEED_MAX)
     """Seed of the run; each iteration's generators derive theirs from it."""
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     """When to stop."""

@@ -41,14 +41,17 @@ from frugalzero.scale.runner import runner_for
 
 class RunLoop:
     """The run in ``run_dir`` with ``config``: a new one, or a stopped one whose config.toml
-    ``config`` must be (``pipeline.identity``). The caller holds the directory's lock."""
+    ``config`` must be (``pipeline.identity``; ``preset``: the one it was asked for with, for
+    the refusal's command). The caller holds the directory's lock."""
 
-    def __init__(self, config: RunConfig, run_dir: Path, console: Console) -> None:
+    def __init__(
+        self, config: RunConfig, run_dir: Path, console: Console, preset: str | None = None
+    ) -> None:
         self.config = config
         self.dir = run_dir
         self.layout = RunLayout(run_dir)
         self.console = console
-        self.state = open_run(self.layout, config)
+        self.state = open_run(self.layout, config, preset)
         self.clock = RunClock(self.layout, self.state)
         self._trainer = None
         self._replayed: dict = {}  # the last window's games: the next replays only new ones
