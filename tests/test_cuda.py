@@ -129,6 +129,7 @@ def test_cuda_compiled_net_takes_new_weights_in_place():
 
 
 def test_cuda_feed_expands_compact_batches_on_the_device_as_numpy_does(tmp_path: Path):
+    from frugalzero.data.batches import HistoryInputs
     from frugalzero.data.selection import select_all
     from frugalzero.data.shards import write_shard
     from frugalzero.data.synthetic import selfplay_like_games
@@ -138,14 +139,15 @@ def test_cuda_feed_expands_compact_batches_on_the_device_as_numpy_does(tmp_path:
     write_shard(tmp_path / "games.fzs", selfplay_like_games(4, seed=2))
     data = PositionSet.load(select_all([tmp_path]))
     indices = np.arange(min(64, len(data)))
-    want = data.batch(indices)
-    got = make_batch(data, indices, torch.device("cuda"), True)
+    inputs = HistoryInputs("always", truncate=0.5)
+    want = data.batch(indices, inputs)
+    got = make_batch(data, indices, torch.device("cuda"), True, inputs)
     assert got.planes.device.type == "cuda"
     for field in dataclasses.fields(want):
         a, b = getattr(want, field.name), getattr(got, field.name).cpu()
         assert torch.equal(torch.nan_to_num(a, nan=7.0), torch.nan_to_num(b, nan=7.0)), field.name
     plan = iter([[indices[:32], indices[32:]]] * 3)
-    with BatchFeed(data, plan, torch.device("cuda"), ahead=2) as feed:
+    with BatchFeed(data, plan, torch.device("cuda"), inputs, ahead=2) as feed:
         assert sum(1 for _ in feed) == 3
     trainer = Trainer(_config(prefetch=2), _net().train(), tmp_path / "run", tensorboard=False)
     trainer.run_iteration(data)

@@ -13,12 +13,15 @@ import torch
 from frugalzero.chess.encoding import encode, frames_array
 from frugalzero.chess.history import net_input_from_board
 from frugalzero.chess.moves import NUM_MOVES, legal_mask
+from frugalzero.data.batches import HistoryInputs
 from frugalzero.data.records import GameRecord
 from frugalzero.data.selection import Selection, replay_window, select_all, split_holdout
 from frugalzero.data.shards import ShardWriter, read_shard, write_shard
 from frugalzero.data.synthetic import every_kind_games, selfplay_like_games
 from frugalzero.train.data import PositionSet
 from frugalzero.train.trainer import phase_order
+
+PLAYED = HistoryInputs("always")  # positions as played, the missing steps filled
 
 
 def expected_samples(games: list[GameRecord]):
@@ -29,7 +32,7 @@ def expected_samples(games: list[GameRecord]):
         for uci, target in zip(game.moves, game.targets):
             if target is not None:
                 inp = net_input_from_board(board)
-                planes = encode(frames_array(inp.frames, 1), np.array([inp.meta]))[0]
+                planes = encode(frames_array(inp.frames, 1), np.array([inp.meta]), "always")[0]
                 policy = np.zeros(NUM_MOVES, np.float32)
                 policy[target.policy_indices] = target.policy_probs
                 z = math.nan if game.result is None else game.result
@@ -55,7 +58,8 @@ def in_order(sources, batch_size: int = 64) -> list:
     positions = PositionSet.load(sources if isinstance(sources, Selection) else select_all(sources))
     indices = np.arange(len(positions))
     return [
-        positions.batch(indices[i : i + batch_size]) for i in range(0, len(indices), batch_size)
+        positions.batch(indices[i : i + batch_size], PLAYED)
+        for i in range(0, len(indices), batch_size)
     ]
 
 
@@ -93,10 +97,10 @@ def shard_dir(tmp_path_factory):
 def test_an_epoch_batches_every_position_once(shard_dir):
     """The trainer's epoch: its order (``phase_order``) over the replayed positions."""
     positions = PositionSet.load(select_all([shard_dir]))
-    ordered = sv_ids([positions.batch(np.arange(len(positions)))])
+    ordered = sv_ids([positions.batch(np.arange(len(positions)), PLAYED)])
     assert len(set(ordered)) == len(ordered) == select_all([shard_dir]).positions
     order = phase_order(seed=1, iteration=0, phase="main", epoch=0, size=len(positions))
-    batches = [positions.batch(order[i : i + 64]) for i in range(0, len(order), 64)]
+    batches = [positions.batch(order[i : i + 64], PLAYED) for i in range(0, len(order), 64)]
     shuffled = sv_ids(batches)
     assert sorted(shuffled) == sorted(ordered) and shuffled != ordered
     first = batches[0]
@@ -141,8 +145,8 @@ def test_a_moving_window_replays_only_its_new_games(shard_dir, monkeypatch):
     # the same positions in the same order as replaying everything, same identity
     assert moved.fingerprint == fresh.fingerprint and len(moved) == len(fresh)
     ids = np.arange(len(fresh))
-    assert torch.equal(moved.batch(ids).planes, fresh.batch(ids).planes)
-    assert sv_ids([moved.batch(ids)]) == sv_ids([fresh.batch(ids)])
+    assert torch.equal(moved.batch(ids, PLAYED).planes, fresh.batch(ids, PLAYED).planes)
+    assert sv_ids([moved.batch(ids, PLAYED)]) == sv_ids([fresh.batch(ids, PLAYED)])
     assert len(replayed) == everything.games
     # the carried games are exactly the last window's: games that left it are dropped
     PositionSet.load(older, replayed=replayed)
@@ -248,7 +252,7 @@ def test_worker_processes_replay_exactly_what_one_process_does(tmp_path, monkeyp
     assert seen[-1] == (everything.games, everything.games)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert len(carried) == everything.games - 3  # skipped games are not carried
-    a, b = pack(alone.samples), pack(together.samples)
+    a, b = pack(alone.samples, PLAYED), pack(together.samples, PLAYED)
     for name in (
         "frames",
         "meta",

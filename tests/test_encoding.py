@@ -22,7 +22,7 @@ COLOUR_PLANE = HISTORY * 14
 
 def planes_of(board: chess.Board) -> np.ndarray:
     inp = net_input_from_board(board)
-    return encode(frames_array(inp.frames, 1), np.array([inp.meta]))[0]
+    return encode(frames_array(inp.frames, 1), np.array([inp.meta]), "no")[0]
 
 
 def _identity(board: chess.Board) -> str:
@@ -124,7 +124,7 @@ def test_repetition_and_no_progress_planes_along_a_game():
     for uci in shuffle * 2 + ["e2e4"]:
         history.push(chess.Move.from_uci(uci))
         inp = history.net_input()
-        p = encode(frames_array(inp.frames, 1), np.array([inp.meta]))[0]
+        p = encode(frames_array(inp.frames, 1), np.array([inp.meta]), "no")[0]
         seen.append((p[12].max(), p[13].max(), p[COLOUR_PLANE + 6].max()))
     # after 4 plies the start position recurs (seen once before), after 8 twice
     assert seen[3][:2] == (1, 0)
@@ -147,7 +147,9 @@ def test_castling_planes_follow_rights():
 def test_batch_encoding_is_channels_last_and_matches_single():
     boards = random_boards(16, seed=2)
     inputs = [net_input_from_board(b) for b in boards]
-    batch = encode(frames_array([i.frames for i in inputs], 16), np.array([i.meta for i in inputs]))
+    batch = encode(
+        frames_array([i.frames for i in inputs], 16), np.array([i.meta for i in inputs]), "no"
+    )
     assert batch.shape == (16, NUM_PLANES, 8, 8)
     assert batch.strides[1] == 4  # planes innermost in memory (NHWC)
     for k, board in enumerate(boards):
@@ -161,7 +163,9 @@ def test_the_native_planes_use_the_specs_scales():
 
     assert _native.MOVE_COUNT_SCALE == ENCODING_SPEC["move_count_scale"]
     assert _native.NO_PROGRESS_SCALE == ENCODING_SPEC["no_progress_scale"]
-    assert encode(np.zeros((0, HISTORY, 13), np.uint64), np.zeros((0, 7), np.int64)).shape == (
+    assert encode(
+        np.zeros((0, HISTORY, 13), np.uint64), np.zeros((0, 7), np.int64), "always"
+    ).shape == (
         0,
         NUM_PLANES,
         8,

@@ -117,7 +117,9 @@ def test_priors_are_the_softmax_of_legal_logits(tiny_net):
         result = ev.evaluate([board])[0]
         planes = torch.from_numpy(
             __import__("frugalzero").chess.encode(
-                np.frombuffer(inp.frames, "<u8").reshape(1, 8, 13), np.array([inp.meta])
+                np.frombuffer(inp.frames, "<u8").reshape(1, 8, 13),
+                np.array([inp.meta]),
+                tiny_net.config.history_fill,
             )
         )
         logits, value = tiny_net(planes)

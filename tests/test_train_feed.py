@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from frugalzero.data.batches import HistoryInputs
 from frugalzero.data.selection import select_all
 from frugalzero.data.shards import write_shard
 from frugalzero.data.synthetic import selfplay_like_games
@@ -17,6 +18,8 @@ from frugalzero.train.feed import BatchFeed, auto_prefetch, expand_on, make_batc
 from frugalzero.train.optim import skip_if_not_finite
 from frugalzero.train.trainer import Trainer
 from test_train import _losses, config, tiny  # pytest puts tests/ on the path
+
+CUT = HistoryInputs("always", truncate=0.5)  # every path of the feed cuts alike
 
 
 @pytest.fixture(scope="module")
@@ -35,26 +38,26 @@ def _same(a, b) -> None:
 
 def test_expanding_a_compact_batch_with_torch_gives_numpys_batch(positions):
     indices = np.random.default_rng(0).choice(len(positions), 40, replace=False)
-    reference = positions.batch(indices)
-    _same(expand_on(positions.compact(indices), torch.device("cpu")), reference)
+    reference = positions.batch(indices, CUT)
+    _same(expand_on(positions.compact(indices, CUT), torch.device("cpu")), reference)
     assert reference.legal.sum() > 40 and torch.isfinite(reference.z).any()
 
 
 def test_make_batch_keeps_the_memory_layout_asked_for(positions):
     indices = np.arange(8)
     cpu = torch.device("cpu")
-    assert make_batch(positions, indices, cpu, True).planes.is_contiguous(
+    assert make_batch(positions, indices, cpu, True, CUT).planes.is_contiguous(
         memory_format=torch.channels_last
     )
-    assert make_batch(positions, indices, cpu, False).planes.is_contiguous()
+    assert make_batch(positions, indices, cpu, False, CUT).planes.is_contiguous()
 
 
 def test_feed_yields_the_plans_batches_in_order_with_or_without_a_thread(positions):
     plan = [[np.arange(i, i + 5), np.arange(i + 5, i + 9)] for i in range(0, 60, 9)]
     cpu = torch.device("cpu")
-    with BatchFeed(positions, iter(plan), cpu, ahead=0) as direct:
+    with BatchFeed(positions, iter(plan), cpu, CUT, ahead=0) as direct:
         inline = list(direct)
-    with BatchFeed(positions, iter(plan), cpu, ahead=2) as feed:
+    with BatchFeed(positions, iter(plan), cpu, CUT, ahead=2) as feed:
         ahead = list(feed)
     assert len(inline) == len(ahead) == len(plan)
     for parts_a, parts_b, parts in zip(inline, ahead, plan):
@@ -66,7 +69,7 @@ def test_feed_yields_the_plans_batches_in_order_with_or_without_a_thread(positio
 def test_leaving_a_feed_early_stops_its_thread(positions):
     endless = ([np.arange(4)] for _ in iter(int, 1))
     before = threading.active_count()
-    with BatchFeed(positions, endless, torch.device("cpu"), ahead=2) as feed:
+    with BatchFeed(positions, endless, torch.device("cpu"), CUT, ahead=2) as feed:
         for count, _ in enumerate(feed):
             if count == 3:
                 break
@@ -78,7 +81,7 @@ def test_an_error_while_building_reaches_the_training_thread(positions):
         yield [np.arange(4)]
         raise RuntimeError("shard vanished")
 
-    with BatchFeed(positions, plan(), torch.device("cpu"), ahead=2) as feed:
+    with BatchFeed(positions, plan(), torch.device("cpu"), CUT, ahead=2) as feed:
         got = iter(feed)
         next(got)
         with pytest.raises(RuntimeError, match="shard vanished"):

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from frugalzero.cli import main
+from frugalzero.data.batches import HistoryInputs
 from frugalzero.data.selection import split_holdout
 from frugalzero.nn.config import architecture
 from frugalzero.nn.model import PolicyValueNet, value_from_output
@@ -72,7 +73,7 @@ def test_tiny_net_learns_stockfish_moves_and_values(sfgames, tmp_path, capsys):
     trainer = Trainer(config, PolicyValueNet(architecture("tiny")), tmp_path, tensorboard=False)
     summary = trainer.run_iteration(train, holdout)
 
-    batch = holdout.batch(np.arange(len(holdout)))
+    batch = holdout.batch(np.arange(len(holdout)), HistoryInputs(trainer.net.config.history_fill))
     net = trainer.net.eval()
     with torch.no_grad():
         policy, value = trainer.forward(net, batch.planes)

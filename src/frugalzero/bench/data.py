@@ -165,11 +165,14 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
     from frugalzero.bench.timing import median
     from frugalzero.data import codec
+    from frugalzero.data.batches import HistoryInputs
     from frugalzero.data.importer import import_pgn
     from frugalzero.data.selection import select_all
     from frugalzero.data.shards import read_shard, shard_bytes, write_shard
     from frugalzero.data.synthetic import selfplay_like_games
+    from frugalzero.nn.config import NetConfig
     from frugalzero.runtime.timing import rate
+    from frugalzero.train.config import TrainConfig
     from frugalzero.train.data import PositionSet
 
     games = selfplay_like_games(args.games, seed=1)
@@ -202,6 +205,8 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     # the trainer's path, as `run` and `train` take it: the selection replayed once
     # (PositionSet.load; no legal-move cache, so every position pays its full replay, as new
     # data does), then batches of shuffled indices assembled from it (PositionSet.batch)
+    # a new net's rule and training's default truncation: the batches training builds
+    inputs = HistoryInputs(NetConfig().history_fill, TrainConfig().history_truncation)
     selection = select_all([tmp / "shards"])
     position_set = PositionSet.load(selection, legal_cache=0, workers=0)
     batches: Iterator[np.ndarray] = iter(())
@@ -215,7 +220,7 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             order = np.random.default_rng(epochs).permutation(len(position_set))
             batches = iter(np.array_split(order, max(1, len(order) // args.batch)))
             indices = next(batches)
-        return position_set.batch(indices)
+        return position_set.batch(indices, inputs)
 
     batch = next_batch()
     step, precision = _train_step(args.arch)

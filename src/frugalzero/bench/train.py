@@ -137,7 +137,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             count, start = 0, time.perf_counter()
             while time.perf_counter() - start < seconds:
                 indices = rng.choice(len(replayed), batch, replace=False)
-                make_batch(replayed, indices, trainer.device, config.channels_last)
+                make_batch(
+                    replayed,
+                    indices,
+                    trainer.device,
+                    config.channels_last,
+                    trainer.training_inputs(),
+                )
                 count += batch
             sync()
             return count / (time.perf_counter() - start)
@@ -148,7 +154,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             step longer than the window once made this 0)."""
             plan = ([rng.choice(len(replayed), batch, replace=False)] for _ in itertools.count())
             with BatchFeed(
-                replayed, plan, trainer.device, config.channels_last, args.prefetch
+                replayed,
+                plan,
+                trainer.device,
+                trainer.training_inputs(),
+                config.channels_last,
+                args.prefetch,
             ) as feed:
                 batches = iter(feed)
                 trainer.step_batches(next(batches), 1e-3, 0.0)  # waits for the first batch

@@ -5,8 +5,9 @@ A position is described for the network by *frames* and *meta*:
 * a frame is 13 unsigned 64-bit words, packed little-endian into 104 bytes: the 12 piece
   bitboards in absolute colours (White P N B R Q K, then Black P N B R Q K) and how many
   times the position occurred before in the game (0, 1, 2+). A missing history step (before
-  the game or FEN start) is an all-zero frame, which encodes to all-zero planes. Bytes make a
-  batch one ``np.frombuffer`` away and serve directly as cache keys;
+  the game or FEN start) is an all-zero frame: no real position lacks kings. What the network
+  sees there is the net's *history rule* (``fill_history``), applied as frames become planes;
+  bytes make a batch one ``np.frombuffer`` away and serve directly as cache keys;
 * meta is 7 integers: side to move (1 = White), castling rights (White king-side,
   White queen-side, Black king-side, Black queen-side), no-progress (half-move) clock and
   full-move number.
@@ -27,6 +28,7 @@ side is to move when it is encoded.
 from __future__ import annotations
 
 import struct
+from typing import Literal, get_args
 
 import chess
 import numpy as np
@@ -58,6 +60,20 @@ CASTLING_BLACK = [3, 4, 1, 2]
 
 FRAME = struct.Struct("<13Q")
 FRAME_BYTES = FRAME.size  # 104
+
+HistoryFill = Literal["always", "fen_only", "no"]
+"""What the network sees for a history step that is missing (a position given as FEN, the
+first plies of a game), lc0's ``HistoryFill``: 'always' copies the oldest known position into
+every missing step, its repetition planes cleared; 'fen_only' does so unless the oldest known
+position is the standard start position (a game from ``startpos`` keeps empty steps); 'no'
+leaves them all-zero. A net is encoded with the rule it was trained with (``NetConfig``)."""
+HISTORY_FILLS: tuple[str, ...] = get_args(HistoryFill)
+LEGACY_HISTORY_FILL: HistoryFill = "always"
+"""The rule for a net saved before nets recorded theirs. Such nets never trained on positions
+with more than 5 empty steps (their games began at a book position followed by 2 or 8 moves,
+which were not trained on), and both shipped ones measured far better filled: raw policy top-1
+on held-out positions given as FEN 45.4% against 32.8% (medium), the start position's value
++0.03 against -0.99 (benchmarks/notes/history.md)."""
 
 
 def pieces_of(board: chess.Board) -> tuple[int, ...]:
@@ -112,8 +128,37 @@ def frames_array(frames: bytes | list[bytes], count: int) -> np.ndarray:
     return np.frombuffer(data, dtype="<u8").reshape(count, HISTORY, FRAME_WORDS)
 
 
-def encode(frames: np.ndarray, meta: np.ndarray) -> np.ndarray:
-    """Planes for a batch: frames (N, 8, 13) uint64 newest first, meta (N, 7) -> (N, 119, 8, 8).
+_START_PIECES = np.array(pieces_of(chess.Board()), dtype=np.uint64)
+
+
+def fill_history(frames: np.ndarray, rule: HistoryFill) -> np.ndarray:
+    """Frames (N, 8, 13) uint64, newest first, with their missing steps as ``rule`` says: the
+    one place where a net's history rule is applied, by both doors to the planes (``encode``
+    here, ``nn.planes.frames_bytes`` for the device). Rows with every step known, or none, are
+    returned as they are; the input is never changed (a copy is made when a row needs one)."""
+    if rule not in HISTORY_FILLS:
+        raise ValueError(f"history fill {rule!r}: choose from {', '.join(HISTORY_FILLS)}")
+    if rule == "no" or len(frames) == 0:
+        return frames
+    known = (frames[:, :, :12] != 0).any(axis=2).sum(axis=1)  # known steps come first
+    need = (known > 0) & (known < HISTORY)
+    rows = np.flatnonzero(need)
+    if rule == "fen_only" and len(rows):
+        oldest = frames[rows, known[rows] - 1, :12]
+        rows = rows[~(oldest == _START_PIECES).all(axis=1)]
+    if not len(rows):
+        return frames
+    out = np.array(frames, dtype=np.uint64, copy=True)
+    oldest = out[rows, known[rows] - 1].copy()
+    oldest[:, 12] = 0  # a copy is no repetition: the repetition planes stay clear
+    missing = np.arange(HISTORY)[None, :] >= known[rows, None]
+    out[rows] = np.where(missing[:, :, None], oldest[:, None, :], out[rows])
+    return out
+
+
+def encode(frames: np.ndarray, meta: np.ndarray, history_fill: HistoryFill) -> np.ndarray:
+    """Planes for a batch: frames (N, 8, 13) uint64 newest first, meta (N, 7) -> (N, 119, 8, 8),
+    the missing history steps as ``history_fill`` says (``fill_history``).
 
     Built by the native core (``frugalzero._native.encode_planes``): Black-to-move rows get
     their bitboards byte-swapped (a vertical mirror) and their colour groups exchanged, and
@@ -128,5 +173,6 @@ def encode(frames: np.ndarray, meta: np.ndarray) -> np.ndarray:
     n = frames.shape[0]
     if frames.shape[1:] != (HISTORY, FRAME_WORDS) or meta.shape != (n, META_FIELDS):
         raise ValueError(f"bad shapes: frames {frames.shape}, meta {meta.shape}")
+    frames = np.ascontiguousarray(fill_history(frames, history_fill))
     planes = _native.encode_planes(frames, meta)
     return planes.reshape(n, 8, 8, NUM_PLANES).transpose(0, 3, 1, 2)

@@ -1,7 +1,9 @@
 """What a training step eats: ``TrainingBatch`` (dense tensors) and ``CompactBatch`` (the same
 positions before expansion, ~1.2 kB a position instead of ~55 kB), made from replayed samples
-(``frugalzero.data.replay``) by ``pack`` and ``assemble``: one vectorised ``encode`` for the
-planes and one scatter each for the legal mask and the policy.
+(``frugalzero.data.replay``) by ``pack``, then ``CompactBatch.expand``: one vectorised
+``encode`` for the planes and one scatter each for the legal mask and the policy. The net's
+history rule and the history truncation that teaches it positions without their game are
+``HistoryInputs``.
 
 ``frugalzero.train.data.PositionSet`` replays a selection once and batches any indices of it;
 ``frugalzero.train.feed`` builds batches ahead of the step (on CUDA, compact ones expanded on
@@ -10,14 +12,48 @@ the device).
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
 
-from frugalzero.chess.encoding import encode
+from frugalzero.chess.encoding import HISTORY, HistoryFill, encode
 from frugalzero.chess.moves import NUM_MOVES
 from frugalzero.data.replay import Sample, flat_targets, stack_history
+
+
+@dataclass(frozen=True)
+class HistoryInputs:
+    """How a batch's history steps reach the net being trained: its rule for missing steps, and
+    how often a position's history is cut short so that the net learns positions given without
+    their game (a FEN, a book line) as well as those with it."""
+
+    fill: HistoryFill
+    """The net's ``NetConfig.history_fill``: training and play build the same planes."""
+    truncate: float = 0.0
+    """Share of positions whose k oldest steps are dropped, k drawn uniformly from 1-7
+    (``TrainConfig.history_truncation``; 0 for validation)."""
+
+    def cut(self, frames: np.ndarray, seed: int) -> np.ndarray:
+        """``frames`` (N, 8, 13) with the drawn positions' oldest steps dropped (a copy when
+        any is): a pure function of the frames and ``seed``, so a batch stays exact."""
+        if self.truncate <= 0 or len(frames) == 0:
+            return frames
+        rng = np.random.default_rng(seed)
+        drawn = rng.random(len(frames)) < self.truncate
+        kept = HISTORY - rng.integers(1, HISTORY, size=len(frames))  # 1-7 newest steps kept
+        if not drawn.any():
+            return frames
+        out = frames.copy()
+        dropped = drawn[:, None] & (np.arange(HISTORY)[None, :] >= kept[:, None])
+        out[dropped] = 0
+        return out
+
+
+def batch_seed(indices: np.ndarray) -> int:
+    """The truncation draw's seed for a batch of ``indices``: the same batch, the same cut."""
+    return zlib.crc32(np.ascontiguousarray(indices, dtype=np.int64).tobytes())
 
 
 @dataclass
@@ -73,6 +109,7 @@ class CompactBatch:
     policy_prob: np.ndarray  # their probabilities (float32)
     policy_len: np.ndarray  # (N,) int32
     values: np.ndarray  # (N, 6) float32: z, search value, expert value, expert W, D, L
+    history_fill: HistoryFill  # the trained net's rule for missing history steps
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -80,7 +117,7 @@ class CompactBatch:
     def expand(self) -> TrainingBatch:
         """Dense tensors: planes via one vectorised ``encode``, masks by one scatter each."""
         n = len(self.frames)
-        planes = encode(self.frames, self.meta)
+        planes = encode(self.frames, self.meta, self.history_fill)
         legal = np.zeros((n, NUM_MOVES), dtype=bool)
         legal[np.repeat(np.arange(n), self.legal_len), self.legal] = True
         policy = np.zeros((n, NUM_MOVES), dtype=np.float32)
@@ -97,15 +134,12 @@ class CompactBatch:
         )
 
 
-def pack(samples: list[Sample]) -> CompactBatch:
-    """Samples as one CompactBatch (a few NumPy concatenations)."""
+def pack(samples: list[Sample], inputs: HistoryInputs, seed: int = 0) -> CompactBatch:
+    """Samples as one CompactBatch (a few NumPy concatenations), their histories as ``inputs``
+    says (``seed``: the truncation draw's)."""
     return CompactBatch(
-        frames=stack_history(samples),
+        frames=inputs.cut(stack_history(samples), seed),
         meta=np.array([s.meta for s in samples], dtype=np.int64),
         **flat_targets(samples),
+        history_fill=inputs.fill,
     )
-
-
-def assemble(samples: list[Sample]) -> TrainingBatch:
-    """Dense tensors for ``samples`` (``pack`` then ``expand``)."""
-    return pack(samples).expand()

@@ -26,7 +26,7 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from frugalzero.chess.encoding import ENCODING_SPEC
+from frugalzero.chess.encoding import ENCODING_SPEC, HISTORY_FILLS, LEGACY_HISTORY_FILL
 from frugalzero.errors import UserError
 from frugalzero.nn.config import NetConfig
 from frugalzero.nn.model import PolicyValueNet
@@ -70,6 +70,8 @@ class NetMeta:
         if self.architecture.body == "resnet":  # a ResNet's file reads as it always did
             for name in ATTENTION_ONLY:
                 del data["architecture"][name]
+        # how the inputs are built is the encoding's: the net object carries it in its config
+        data["encoding"]["history_fill"] = data["architecture"].pop("history_fill")
         data["format"] = FORMAT
         return data
 
@@ -195,9 +197,17 @@ def _parse_meta(path: Path, raw: dict[str, str]) -> tuple[NetMeta, dict[str, Any
             raise NetFileError(
                 f"{path}: field encoding.{key} is {got!r}, this frugalzero expects {expected!r}"
             )
+    fill = data.get("encoding", {}).get("history_fill", LEGACY_HISTORY_FILL)  # older nets: measured
+    if fill not in HISTORY_FILLS:
+        raise NetFileError(
+            f"{path}: field encoding.history_fill is {fill!r}; choose from "
+            f"{', '.join(HISTORY_FILLS)}"
+        )
     arch = data.get("architecture")
     if not isinstance(arch, dict):
         raise NetFileError(f"{path}: field architecture is missing")
+    if "history_fill" in arch:
+        raise NetFileError(f"{path}: field architecture.history_fill belongs in encoding")
     known = {f.name: f for f in dataclasses.fields(NetConfig)}
     for key, value in arch.items():
         if key not in known:
@@ -210,8 +220,11 @@ def _parse_meta(path: Path, raw: dict[str, str]) -> tuple[NetMeta, dict[str, Any
     if extra:
         raise NetFileError(f"{path}: field {sorted(extra)[0]} is unknown to this frugalzero")
     fields = {k: v for k, v in data.items() if k != "format"}
+    fields["encoding"] = {
+        k: v for k, v in data.get("encoding", ENCODING_SPEC).items() if k != "history_fill"
+    }
     try:
-        meta = NetMeta(**{**fields, "architecture": NetConfig(**arch)})
+        meta = NetMeta(**{**fields, "architecture": NetConfig(**arch, history_fill=fill)})
     except UserError as exc:  # a shape the network cannot have
         raise NetFileError(f"{path}: field {exc}") from None
     except TypeError as exc:

@@ -94,7 +94,10 @@ def _export(args: argparse.Namespace) -> int:
         frames, metas, _, _ = pack_inputs([net_input_from_board(b) for b in random_boards(real)])
         rng = np.random.default_rng(0)
         noise = rng.integers(0, 2, size=(args.check // 2, net.config.input_planes, 8, 8))
-        for name, planes in (("real", encode(frames, metas)), ("random", noise)):
+        for name, planes in (
+            ("real", encode(frames, metas, net.config.history_fill)),
+            ("random", noise),
+        ):
             if len(planes):
                 result[name] = compare_with_torch(net, out, planes.astype(np.float32))
     emit(result, args.json, title=f"export {path.name}")

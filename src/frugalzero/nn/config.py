@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from frugalzero.chess.encoding import NUM_PLANES
+from frugalzero.chess.encoding import NUM_PLANES, HistoryFill
 from frugalzero.chess.moves import NUM_PLANES as POLICY_PLANES
 from frugalzero.config import check
 from frugalzero.errors import UserError
@@ -45,6 +45,11 @@ class NetConfig:
     """Width of the value head's hidden layer."""
     input_planes: int = NUM_PLANES
     """Input planes (119 for the AlphaZero encoding)."""
+    history_fill: HistoryFill = "always"
+    """What the net sees for history steps that are missing (a position given as FEN, a game's
+    first plies): 'always' the oldest known position repeated, 'fen_only' the same unless the
+    game began at the standard start position, 'no' empty steps (``chess.encoding``). The net
+    is trained and played with it; its file records it under ``encoding.history_fill``."""
 
     def __post_init__(self) -> None:
         checks = [
@@ -133,6 +138,9 @@ class EvaluatorConfig:
     """'on', 'off' or 'auto' (on with the process backend): torch.compile with frozen, prepacked
     weights runs the net ~1.3x faster on CPU; it costs 5-20 s once and needs a C++ compiler,
     and falls back to eager if compiling fails."""
+    history_fill: Literal["net", "always", "fen_only", "no"] = "net"
+    """Missing history steps as the net was trained ('net', its ``NetConfig.history_fill``), or
+    another rule for a user who wants it ('always', 'fen_only', 'no'; UCI ``HistoryFill``)."""
 
     def __post_init__(self) -> None:
         checks = [

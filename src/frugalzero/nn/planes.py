@@ -20,13 +20,17 @@ from frugalzero.chess.encoding import (
     META_FIELDS,
     NUM_PLANES,
     PLANES_PER_STEP,
+    HistoryFill,
+    fill_history,
 )
 
 
-def frames_bytes(frames: np.ndarray) -> torch.Tensor:
-    """Frames (N, 8, 13) uint64 as the (N, 8, 13, 8) bytes they are (little-endian), no copy."""
+def frames_bytes(frames: np.ndarray, history_fill: HistoryFill) -> torch.Tensor:
+    """Frames (N, 8, 13) uint64 as the (N, 8, 13, 8) bytes they are (little-endian), their
+    missing history steps as ``history_fill`` says (``chess.encoding.fill_history``); no copy
+    where nothing is missing."""
     n = frames.shape[0]
-    data = np.ascontiguousarray(frames, dtype="<u8")
+    data = np.ascontiguousarray(fill_history(frames, history_fill), dtype="<u8")
     if not data.flags.writeable:  # torch wants writable memory (frames of bytes objects)
         data = data.copy()
     return torch.from_numpy(data.view(np.uint8).reshape(n, HISTORY, FRAME_WORDS, 8))

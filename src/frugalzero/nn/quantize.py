@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 import torch
 
-from frugalzero.chess.encoding import encode, frames_array
+from frugalzero.chess.encoding import HistoryFill, encode, frames_array
 
 # inductor's lowering of the int8 convolutions builds a tensor from a tensor: a harmless warning
 # at every compile of an int8 graph (a batch under 16 compiles a second one, when it first comes)
@@ -45,14 +45,15 @@ CALIBRATION_BATCH = 128
 
 
 @functools.cache
-def calibration_planes() -> np.ndarray:
-    """The calibration positions as input planes (N, 119, 8, 8), float32; built once a process."""
+def calibration_planes(history_fill: HistoryFill) -> np.ndarray:
+    """The calibration positions as input planes (N, 119, 8, 8), float32, their missing history
+    steps as ``history_fill`` says; built once a process."""
     from frugalzero.nn.calibration import calibration_positions
 
     inputs = calibration_positions()
     frames = frames_array([i.frames for i in inputs], len(inputs))
     meta = np.array([i.meta for i in inputs], dtype=np.int64)
-    planes = np.ascontiguousarray(encode(frames, meta), dtype=np.float32)
+    planes = np.ascontiguousarray(encode(frames, meta, history_fill), dtype=np.float32)
     planes.setflags(write=False)
     return planes
 
@@ -68,7 +69,7 @@ def quantize_int8(net: torch.nn.Module, planes: np.ndarray | None = None) -> tor
         )
 
     if planes is None:
-        planes = calibration_planes()
+        planes = calibration_planes(net.config.history_fill)
     calibration = torch.from_numpy(np.array(planes, dtype=np.float32))
     example = calibration[:CALIBRATION_BATCH]
     batch = torch.export.Dim("batch", min=1)
@@ -97,8 +98,8 @@ def lower_int8(
     with _quiet_torchao():
         import torchao.quantization.pt2e.inductor_passes.x86  # noqa: F401  (its patterns)
 
-    if example is None:
-        example = torch.from_numpy(np.array(calibration_planes()[:CALIBRATION_BATCH]))
+    if example is None:  # for its shape only: the graph is calibrated already
+        example = torch.from_numpy(np.array(calibration_planes("always")[:CALIBRATION_BATCH]))
     table = torch.export.default_decompositions()
     for op in list(table):
         if not _is_cia_op(op):  # post-autograd: keep the primitive ops

@@ -45,6 +45,8 @@ class NetRunner:
         set_threads(threads, self.device)
         self.net = place(copy.deepcopy(net), self.device, config.channels_last).eval()
         self.head = net.config.value_head
+        fill = config.history_fill
+        self.history_fill = net.config.history_fill if fill == "net" else fill
         self._model = self.net
         self.compiled = False
         self.forward_s = 0.0  # seconds in the network itself during run(): the rest is overhead
@@ -162,10 +164,14 @@ class NetRunner:
         ``softmax`` the legal moves' logits themselves (padded with -inf), which the native
         search turns into priors at its own temperature."""
         if self.device.type == "cuda":  # 832 bytes a position to the device, unpacked there
-            packed = frames_bytes(frames).pin_memory().to(self.device, non_blocking=True)
+            packed = (
+                frames_bytes(frames, self.history_fill)
+                .pin_memory()
+                .to(self.device, non_blocking=True)
+            )
             x = encode_on(packed, torch.from_numpy(meta).to(self.device, non_blocking=True))
         else:  # on a CPU the native encoder: 1.4 us a position (torch ops: ~10)
-            x = torch.from_numpy(encode(frames, meta))
+            x = torch.from_numpy(encode(frames, meta, self.history_fill))
         start = time.perf_counter()
         logits, value = self.forward(x)
         if self.device.type == "cuda":

@@ -23,7 +23,8 @@ class BareNet:
         self.runner = NetRunner(net, config, threads, compile=compiled)
         boards = random_boards(batch, seed=1)
         frames, meta, _, _ = pack_inputs([net_input_from_board(b) for b in boards])
-        self.planes = torch.from_numpy(encode(frames, meta)).to(self.runner.device)
+        planes = encode(frames, meta, self.runner.history_fill)
+        self.planes = torch.from_numpy(planes).to(self.runner.device)
         self._sync = torch.cuda.synchronize if self.runner.device.type == "cuda" else None
 
     def __call__(self) -> None:

@@ -72,9 +72,13 @@ class NetSection:
     an unknown name's error lists them too)."""
     value_head: Literal["scalar", "wdl"] = "scalar"
     """'scalar' (tanh) or 'wdl' (win/draw/loss logits)."""
+    history_fill: Literal["always", "fen_only", "no"] = "always"
+    """What a fresh net sees for missing history steps (a FEN, a game's first plies): 'always'
+    the oldest known position repeated, 'fen_only' the same except in games from the start
+    position, 'no' empty steps (lc0's HistoryFill). A net given by ``init`` keeps its own."""
     init: str = ""
     """Start from this network file or shipped net ('default', 'small'); empty = fresh weights."""
-    seed: int = 0
+    seed: int = bounded(0, 0, SEED_MAX)
     """Seed of the initial weights."""
 
     def __post_init__(self) -> None:

@@ -121,7 +121,8 @@ class RunLoop:
             meta.notes = f"frugalzero run: started from {n.init}"
         else:
             torch.manual_seed(n.seed)
-            net = PolicyValueNet(architecture(n.arch, value_head=n.value_head))
+            shape = architecture(n.arch, value_head=n.value_head, history_fill=n.history_fill)
+            net = PolicyValueNet(shape)
             meta = NetMeta(net.config, notes="frugalzero run: initial weights")
         path.parent.mkdir(parents=True, exist_ok=True)
         save_net(net, path, meta)

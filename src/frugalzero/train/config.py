@@ -68,6 +68,10 @@ class TrainConfig:
     bn_samples: int = 16384
     """Training positions used to recompute batch-norm statistics after averaging weights;
     0 = one whole epoch."""
+    history_truncation: float = 0.1
+    """Share of training positions whose history is cut short (the k oldest of the 8 steps
+    dropped, k drawn from 1-7, the gap filled by the net's history rule), so the net also
+    knows a position given without its game: a FEN, a book start, the start position."""
     validation_fraction: float = 0.02
     """Share of the first iteration's games held out as the fixed validation set."""
     validation_min_positions: int = 1000
@@ -133,6 +137,7 @@ class TrainConfig:
                 (self.swa_lr >= 0, "swa_lr must not be negative"),
                 (self.bn_samples >= 0, "bn_samples must not be negative"),
                 (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
+                (0 <= self.history_truncation <= 1, "history_truncation must be in [0, 1]"),
                 (
                     self.validation_min_positions >= 0,
                     "validation_min_positions must not be negative",

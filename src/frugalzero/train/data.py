@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from frugalzero.data.batches import CompactBatch, TrainingBatch, assemble, pack
+from frugalzero.data.batches import CompactBatch, HistoryInputs, TrainingBatch, batch_seed, pack
 from frugalzero.data.replay import LegalCache, Sample, replay_flat, replay_shard_games
 from frugalzero.data.selection import Selection, select_all, split_holdout
 from frugalzero.data.shards import warn
@@ -40,7 +40,7 @@ class SampleSet(Protocol):
 
     def __len__(self) -> int: ...
 
-    def batch(self, indices: np.ndarray) -> TrainingBatch: ...
+    def batch(self, indices: np.ndarray, inputs: HistoryInputs) -> TrainingBatch: ...
 
 
 class PositionSet:
@@ -54,12 +54,13 @@ class PositionSet:
     def __len__(self) -> int:
         return len(self.samples)
 
-    def batch(self, indices: np.ndarray) -> TrainingBatch:
-        return assemble([self.samples[i] for i in np.asarray(indices).tolist()])
+    def batch(self, indices: np.ndarray, inputs: HistoryInputs) -> TrainingBatch:
+        return self.compact(indices, inputs).expand()
 
-    def compact(self, indices: np.ndarray) -> CompactBatch:
+    def compact(self, indices: np.ndarray, inputs: HistoryInputs) -> CompactBatch:
         """The batch of ``indices`` before expansion (a GPU expands it on the device)."""
-        return pack([self.samples[i] for i in np.asarray(indices).tolist()])
+        samples = [self.samples[i] for i in np.asarray(indices).tolist()]
+        return pack(samples, inputs, batch_seed(indices))
 
     @classmethod
     def load(
@@ -159,7 +160,8 @@ class TensorSet:
     def __len__(self) -> int:
         return len(self.data)
 
-    def batch(self, indices: np.ndarray) -> TrainingBatch:
+    def batch(self, indices: np.ndarray, inputs: HistoryInputs) -> TrainingBatch:
+        """Its ready planes (built when the set was: ``inputs`` cannot change them)."""
         index = torch.from_numpy(np.asarray(indices, dtype=np.int64))
         d = self.data
         return TrainingBatch(

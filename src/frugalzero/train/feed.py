@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from frugalzero.chess.moves import NUM_MOVES
-from frugalzero.data.batches import CompactBatch, TrainingBatch
+from frugalzero.data.batches import CompactBatch, HistoryInputs, TrainingBatch
 from frugalzero.nn.planes import encode_on, frames_bytes
 
 _DONE = object()
@@ -42,7 +42,7 @@ def expand_on(batch: CompactBatch, device: torch.device) -> TrainingBatch:
         return t.to(device, non_blocking=True)
 
     n = len(batch)
-    planes = encode_on(send(frames_bytes(batch.frames)), send(batch.meta))
+    planes = encode_on(send(frames_bytes(batch.frames, batch.history_fill)), send(batch.meta))
     rows_legal = torch.repeat_interleave(
         torch.arange(n, device=device), send(batch.legal_len.astype(np.int64))
     )
@@ -72,12 +72,15 @@ def auto_prefetch(setting: int, device: torch.device) -> int:
     return 2 if device.type == "cuda" else 0
 
 
-def make_batch(data, indices: np.ndarray, device: torch.device, channels_last: bool):
-    """The batch of ``indices`` on ``device``: expanded there from a compact batch on CUDA
-    when the data can give one, else assembled on the host and moved."""
+def make_batch(
+    data, indices: np.ndarray, device: torch.device, channels_last: bool, inputs: HistoryInputs
+):
+    """The batch of ``indices`` on ``device``, its histories as ``inputs`` says: expanded there
+    from a compact batch on CUDA when the data can give one, else assembled on the host and
+    moved."""
     if device.type == "cuda" and hasattr(data, "compact"):
-        return expand_on(data.compact(indices), device)
-    batch = data.batch(indices).to(device, non_blocking=True)
+        return expand_on(data.compact(indices, inputs), device)
+    batch = data.batch(indices, inputs).to(device, non_blocking=True)
     if not channels_last:
         batch.planes = batch.planes.contiguous()
     return batch
@@ -95,10 +98,11 @@ class BatchFeed:
         data,
         plan: Iterator[list[np.ndarray]],
         device: torch.device,
+        inputs: HistoryInputs,
         channels_last: bool = True,
         ahead: int = 2,
     ) -> None:
-        self._make = lambda indices: make_batch(data, indices, device, channels_last)
+        self._make = lambda indices: make_batch(data, indices, device, channels_last, inputs)
         self._plan = plan
         self._ahead = ahead
         self._thread: threading.Thread | None = None

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from frugalzero.config import dump_toml, to_dict
-from frugalzero.data.batches import TrainingBatch
+from frugalzero.data.batches import HistoryInputs, TrainingBatch
 from frugalzero.errors import UserError
 from frugalzero.layout import AVERAGE, NET, TRAIN_CONFIG
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
@@ -319,7 +319,8 @@ class Trainer:
         """``validation.evaluate_net`` on ``data`` in order, against the current iteration's
         value target."""
         lam = lambda_at(self.config, self.progress.iteration)
-        return evaluate_net(net, self._in_order(data), self.config, lam, self.forward, self.head)
+        batches = self._in_order(data)  # positions as they come: no truncation
+        return evaluate_net(net, batches, self.config, lam, self.forward, self.head)
 
     def recompute_bn(self, net: PolicyValueNet, train: SampleSet) -> int:
         """Batch-norm statistics of ``net`` re-estimated on up to bn_samples training positions."""
@@ -328,7 +329,7 @@ class Trainer:
             net,
             positions,
             self.config.batch_size,
-            lambda indices: self._batch(train, indices).planes,
+            lambda indices: self._batch(train, indices, self.training_inputs()).planes,
             self.forward,
         )
 
@@ -421,6 +422,7 @@ class Trainer:
             train,
             step_plan(c, p.iteration, phase, len(train), p.step, total),
             self.device,
+            self.training_inputs(),
             c.channels_last,
             auto_prefetch(c.prefetch, self.device),
         )
@@ -481,7 +483,8 @@ class Trainer:
     ) -> tuple[LossSums, torch.Tensor]:
         """One optimiser step over ``indices`` (split into ``accumulation`` micro-batches)."""
         parts = np.array_split(indices, min(self.config.accumulation, len(indices)))
-        return self.step_batches([self._batch(train, part) for part in parts], lr, lam)
+        inputs = self.training_inputs()
+        return self.step_batches([self._batch(train, part, inputs) for part in parts], lr, lam)
 
     def step_batches(
         self, batches: list[TrainingBatch], lr: float, lam: float
@@ -493,10 +496,15 @@ class Trainer:
         """``model`` (the net, its average or its compiled form) at the training precision."""
         return self.stepper.forward(model, planes)
 
-    def _batch(self, data: SampleSet, indices: np.ndarray) -> TrainingBatch:
-        return make_batch(data, indices, self.device, self.config.channels_last)
+    def training_inputs(self) -> HistoryInputs:
+        """The net's history rule, and the truncation that teaches it positions without their
+        game (training steps and batch-norm statistics; validation sees positions as played)."""
+        return HistoryInputs(self.net.config.history_fill, self.config.history_truncation)
+
+    def _batch(self, data: SampleSet, indices: np.ndarray, inputs: HistoryInputs) -> TrainingBatch:
+        return make_batch(data, indices, self.device, self.config.channels_last, inputs)
 
     def _in_order(self, data: SampleSet) -> Iterator[TrainingBatch]:
-        step = self.config.batch_size
+        step, inputs = self.config.batch_size, HistoryInputs(self.net.config.history_fill)
         for i in range(0, len(data), step):
-            yield self._batch(data, np.arange(i, min(i + step, len(data))))
+            yield self._batch(data, np.arange(i, min(i + step, len(data))), inputs)
