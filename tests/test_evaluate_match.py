@@ -315,7 +315,15 @@ def test_a_clock_plays_one_game_at_a_time_unless_told():
 @pytest.mark.slow
 def test_a_net_under_a_clock_plays_through_frugalzero_uci(tmp_path):
     pgn = tmp_path / "net.pgn"
-    cfg = MatchConfig(games=2, pgn=str(pgn), adjudication=AdjudicationConfig(max_plies=120))
+    # the flag's allowance covers a loaded machine's pipe and scheduling stalls: what is tested
+    # here is a net playing through UCI on the match's clock (the engine's own time keeping is
+    # test_uci_timeman's and test_uci_protocol's, on a fake clock), not the machine's load
+    cfg = MatchConfig(
+        games=2,
+        pgn=str(pgn),
+        time_margin=1.0,
+        adjudication=AdjudicationConfig(max_plies=120),
+    )
     result = play_match("net:default?tc=2+0.05&batchsize=8", "random", cfg)
     assert result.tally.games == 2 and result.batching == {}  # not the in-process driver
     assert not any(o.failed or o.termination == "time forfeit" for o in result.outcomes)

@@ -238,11 +238,13 @@ def test_policy_temperature_widens_the_next_search(searcher):
 @pytest.mark.slow
 def test_threads_take_effect_on_the_next_search(searcher):
     """``Threads`` is the network's CPU threads in all: split over two inference processes
-    (one with a single thread); the processes are replaced only when their number changes."""
+    (one with a single thread); the processes are replaced only when their number changes,
+    built in the background and taken by the first search after they are up (``settle``
+    waits for that; tests/test_uci_network.py checks that no search waits)."""
     for threads in (1, 4, 2):
         searcher.set_option("Threads", str(threads))
         _go(searcher, [], 16)
-        evaluator = searcher.evaluator
+        evaluator = searcher.settle()
         if evaluator.backend != "process":
             continue
         stats = evaluator.server_stats()  # what the inference processes run with
@@ -286,6 +288,10 @@ def test_bench_uci_reports_nodes_per_second_against_the_raw_net(capsys):
         result["nps"] / result["net_positions_per_s"], rel=1e-2
     )
     assert result["positions"] == 2 and result["batch"] >= 1
+    # the lifecycle figures: a launched engine's readyok, and a go after a Threads change
+    assert 0 < result["start_s"] <= result["start_max_s"] and result["start_cpu_s"] > 0
+    assert 0 < result["threads_change_movetime_s"] <= result["threads_change_movetime_max_s"]
+    assert "reference_start_s" not in result
 
 
 @pytest.mark.slow

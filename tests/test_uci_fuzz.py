@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from frugalzero.runtime.interpreter import own_code_env
-from frugalzero.uci.fuzz.commands import HOSTILE, Fuzzer
+from frugalzero.uci.fuzz.commands import HOSTILE, RETUNE, Fuzzer
 from frugalzero.uci.fuzz.driver import Bounds
 from frugalzero.uci.fuzz.oracle import Oracle
 from frugalzero.uci.fuzz.run import FuzzSettings, fuzz, smallest
@@ -100,6 +100,22 @@ def test_a_search_that_may_not_end_soon_is_stopped_in_its_own_action():
     assert all(kinds[kind] > 20 for kind in (SHORT, LONG, INFINITE, PONDER)), kinds
 
 
+def test_option_changes_are_interleaved_with_searches():
+    """Sane new values of the options that shape a search (threads, cache, lines, nodes …) are
+    set while a search runs, with a search under them after, in the same action."""
+    fuzzer = Fuzzer(5, OPTIONS)
+    retuned: Counter = Counter()
+    for _ in range(300):
+        for action in fuzzer.sequence().actions:
+            lines = [step.line or "" for step in action]
+            gos = [at for at, line in enumerate(lines) if line.startswith("go")]
+            for at, line in enumerate(lines):
+                words = line.split()
+                if words[:1] == ["setoption"] and len(gos) > 1 and gos[0] < at < gos[-1]:
+                    retuned[words[2].lower()] += words[-1] in RETUNE.get(words[2].lower(), ())
+    assert all(retuned[name] > 5 for name in ("threads", "nncachesize", "multipv", "nodes"))
+
+
 def test_the_oracle_holds_one_bestmove_per_go_and_none_before_stop():
     oracle = Oracle()
     moves = frozenset({"e2e4", "d2d4"})
@@ -147,6 +163,12 @@ FAKE_ENGINE = textwrap.dedent(
             pass
 
     class Engine(UciEngine):
+        def _take(self, line, read_at):
+            if FAULT == "mute-quit" and line == "quit":  # the fault planted: quit drops the gos
+                with self._lock:
+                    self._quiet = True
+            return super()._take(line, read_at)
+
         def handle(self, line):
             words = line.split()
             if FAULT == "drops" and words[0] == "go" and ("-1" in words or "-5" in words):
@@ -207,6 +229,16 @@ def test_a_dropped_go_is_reported_with_its_seed_and_the_commands_that_reproduce_
     shrunk = failure["shrunk"]
     assert failure["reproduced"] and shrunk[:2] == ["uci", "isready"] and dropped(shrunk)
     assert len(shrunk) < len(failure["commands"])
+
+
+@pytest.mark.slow
+def test_a_go_left_unanswered_at_quit_is_reported(tmp_path):
+    """Every ``go`` read before ``quit`` is owed its ``bestmove`` (a running search stops and
+    answers): an engine that writes nothing more after ``quit`` fails the session that ended
+    with a ``go`` still searching."""
+    settings = _fake_settings(tmp_path, "mute-quit", 6_000, seed=3, session_commands=30)
+    (failure,) = fuzz(settings).failures
+    assert failure["kind"] == "missing" and "after quit" in failure["detail"]
 
 
 def test_shrinking_keeps_only_what_the_failure_needs():

@@ -50,6 +50,16 @@ class FirstMoveSearcher:
         self.options[name] = value
 
 
+class StopOnlySearcher(FirstMoveSearcher):
+    """A bounded search that ends only on ``stop`` (a long ``go nodes``, as a slow machine
+    makes one): what a command queued behind it must not block."""
+
+    def search(self, request, stop, info):
+        self.started.set()
+        stop.wait()
+        return super().search(request, stop, info)
+
+
 class Pipe(io.TextIOBase):
     """stdin for the engine: lines put by the test, read by the engine thread."""
 
@@ -237,13 +247,47 @@ def test_stop_while_pondering_answers_at_once_with_the_pondered_move(session):
     assert out.getvalue().count("bestmove") == 1
 
 
-def test_nothing_is_written_after_quit(session):
+def test_quit_stops_the_search_and_answers_it_then_nothing_more(session):
+    """As Stockfish does: ``quit`` during ``go infinite`` stops the search, its ``bestmove``
+    comes, and nothing after it (once nothing at all was written after ``quit``)."""
     inp, out = session.inp, session.out
     inp.lines.put("position startpos")
     inp.lines.put("go infinite")
     session.searching()  # quit comes during the search
     session.quit()
-    assert not session.thread.is_alive() and "bestmove" not in out.getvalue()
+    assert not session.thread.is_alive()
+    assert out.getvalue().splitlines()[-1] == "bestmove g1h3 ponder g8h6"
+    inp.lines.put("isready")  # read by no one: the engine has ended
+    assert out.getvalue().count("bestmove") == 1 and out.getvalue().count("readyok") == 1
+
+
+def test_uci_then_quit_lists_the_options_and_uciok():
+    """``printf 'uci\\nquit\\n' | frugalzero uci`` once printed nothing: a common way to list
+    an engine's options (Stockfish prints them all)."""
+    from frugalzero.uci.protocol import ENGINE_OPTIONS
+
+    out = Out()
+    UciEngine(FirstMoveSearcher(), iter(["uci", "quit"]), out).run()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "id name frugalzero" and lines[-1] == "uciok"
+    assert sum(line.startswith("option name") for line in lines) == len(ENGINE_OPTIONS)
+
+
+def test_quit_answers_every_go_read_before_it():
+    """``position startpos``, ``go nodes 100``, ``quit`` once ended with no ``bestmove``: the
+    running search stops and answers, and so does a ``go`` queued behind it; ``isready`` after
+    ``quit`` is not read."""
+    out, searcher = Out(), StopOnlySearcher()
+    commands = ["position startpos", "go nodes 100", "go infinite", "quit", "isready", "go"]
+    engine = UciEngine(searcher, iter(commands), out)
+    thread = threading.Thread(target=engine.run, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive()
+    lines = out.getvalue().splitlines()
+    bestmoves = [line for line in lines if line.startswith("bestmove")]
+    assert len(bestmoves) == 2 and lines[-1] == bestmoves[-1]
+    assert "readyok" not in lines and len(searcher.requests) == 2
 
 
 def test_chess960_is_refused_and_ponder_accepted(session):
@@ -313,16 +357,6 @@ def test_the_end_of_input_answers_a_pending_go():
     thread.join(10)
     assert not thread.is_alive()
     assert out.getvalue().splitlines()[-1] == "bestmove g1h3 ponder g8h6"
-
-
-class StopOnlySearcher(FirstMoveSearcher):
-    """A bounded search that ends only on ``stop`` (a long ``go nodes``, as a slow machine
-    makes one): what a command queued behind it must not block."""
-
-    def search(self, request, stop, info):
-        self.started.set()
-        stop.wait()
-        return super().search(request, stop, info)
 
 
 def test_stop_and_isready_are_read_behind_a_position_sent_while_searching():
@@ -444,3 +478,224 @@ def test_a_searcher_that_fails_at_once_still_answers_the_uci_read_before_isready
         (error,) = [line for line in lines if line.startswith("info string error")]
         assert lines.index("uciok") < lines.index(error) and "could not be loaded" in error
         assert "readyok" not in lines and not any(ln.startswith("bestmove") for ln in lines)
+
+
+def test_go_depth_is_a_limit_of_its_own(session):
+    """``go depth N`` was read and then searched by the ``Nodes`` option: it is the search's
+    limit (the main line's length, ``frugalzero.uci.searcher``), bounded by ``MATE_NODES``
+    alone and by the nodes given with it."""
+    from frugalzero.uci.protocol import MATE_NODES
+
+    inp, out, searcher = session.inp, session.out, session.searcher
+    inp.lines.put("position startpos")
+    for go in ("go depth 7", "go depth 3 nodes 50", "go depth 0", "go depth 4 movetime 900"):
+        inp.lines.put(go)
+    out.wait_count("bestmove", 4)
+    alone, with_nodes, zero, with_time = searcher.requests
+    assert (alone.depth, alone.nodes, alone.time, alone.infinite) == (7, MATE_NODES, None, False)
+    assert (with_nodes.depth, with_nodes.nodes) == (3, 50)
+    assert zero.depth is None and zero.nodes is None  # dropped, with a note: a plain search
+    assert with_time.depth == 4 and with_time.nodes is None and with_time.time is not None
+
+
+def test_a_huge_clock_thinks_as_long_as_a_long_game():
+    """``go wtime 10^15`` was clamped to a week and then thought a twentieth of it (~8 h)."""
+    limits = parse_go("wtime 1000000000000000 btime 1000000000000000 winc 5000 binc 5000".split())
+    budget = time_budget(limits, chess.WHITE, overhead_ms=100)
+    assert budget is not None and budget.managed
+    assert 60 < budget.soft <= budget.hard <= 30 * 60  # minutes, as a long game's move
+
+
+class FakeClock:
+    """The protocol's ``time``: only the seconds a test says went by pass."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture()
+def clock(monkeypatch):
+    from frugalzero.uci import protocol
+
+    fake = FakeClock()
+    monkeypatch.setattr(protocol, "time", fake)
+    return fake
+
+
+class LoadingSearcher(FirstMoveSearcher):
+    """Its network loads in ``load_s`` of the clock, the first time it is waited for."""
+
+    def __init__(self, clock: FakeClock, load_s: float) -> None:
+        super().__init__()
+        self.clock, self.load_s = clock, load_s
+
+    def wait_ready(self):
+        self.clock.now += self.load_s
+        self.load_s = 0.0
+
+
+def test_a_moves_clock_starts_when_its_go_is_read(clock):
+    """A ``go`` read before the network has loaded: the load is on the move's clock, as it is
+    on the GUI's (its clock started when it sent the ``go``); it once began after the load,
+    so the first move could overrun a short clock by the whole load."""
+    searcher, out = LoadingSearcher(clock, load_s=1.9), Out()
+    UciEngine(searcher, iter(["position startpos", "go wtime 2000 btime 2000"]), out).run()
+    (request,) = searcher.requests
+    # 2 s on the clock: a hard limit of 0.3 s, of which the load took all
+    assert request.time is not None and request.time.hard == pytest.approx(0.01)
+    assert out.getvalue().count("bestmove") == 1
+
+
+class SlowSearcher(FirstMoveSearcher):
+    """Each search takes the next of ``took`` seconds of the clock."""
+
+    def __init__(self, clock: FakeClock, took: list[float]) -> None:
+        super().__init__()
+        self.clock, self.took = clock, took
+
+    def search(self, request, stop, info):
+        self.clock.now += self.took.pop(0)
+        return super().search(request, stop, info)
+
+
+def test_an_answer_past_its_hard_limit_leaves_its_lateness_on_the_next_clocks(clock):
+    """A machine busy enough to make a search answer late: the next moves leave that
+    lateness on the clock besides ``MoveOverhead`` (``timeman.Lag``)."""
+    inp, out = Pipe(), Out()
+    searcher = SlowSearcher(clock, [1.3, 0.0])
+    thread = threading.Thread(target=UciEngine(searcher, inp, out).run, daemon=True)
+    thread.start()
+    inp.lines.put("position startpos")
+    inp.lines.put("go movetime 1000")
+    out.wait_count("bestmove", 1)
+    inp.lines.put("go movetime 1000")  # as a GUI sends it: after the last bestmove
+    out.wait_count("bestmove", 2)
+    inp.lines.put("quit")
+    thread.join(10)
+    first, second = searcher.requests
+    assert first.time.hard == pytest.approx(0.9)  # 1 s less the overhead, 0.1 s
+    assert second.time.hard == pytest.approx(0.5)  # ... and less the 0.4 s the first overran
+
+
+class StuckSearcher(FirstMoveSearcher):
+    """A search that does not return, whatever stops it, until released (a machine too busy
+    to run it); its one ``info`` line names e2e4 the main line's move."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def search(self, request, stop, info):
+        self.requests.append(request)
+        info("info depth 2 seldepth 2 multipv 1 score cp 20 nodes 3 nps 0 time 0 pv e2e4 e7e5")
+        info("info depth 1 seldepth 1 multipv 2 score cp 5 nodes 3 nps 0 time 0 pv d2d4")
+        self.started.set()
+        self.release.wait(60)
+        return BestMove(chess.Move.from_uci("g1f3"))
+
+
+def test_a_search_that_does_not_end_in_time_is_answered_by_the_clock():
+    """Under a clock the engine answers by the clock's latest moment whatever the search does,
+    with the main line's move of its last ``info``; the search's own answer, when it comes, is
+    dropped (one ``bestmove`` per ``go``). What decided is who answered, not when."""
+    inp, out, searcher = Pipe(), Out(), StuckSearcher()
+    thread = threading.Thread(target=UciEngine(searcher, inp, out).run, daemon=True)
+    thread.start()
+    inp.lines.put("position startpos")
+    inp.lines.put("go wtime 300 btime 300")
+    try:
+        assert out.wait_for("bestmove", timeout=30) == "bestmove e2e4"  # the search still runs
+        assert "info string the search did not end in time" in out.getvalue()
+    finally:
+        searcher.release.set()
+    inp.lines.put("position startpos")  # waits for the released search to end
+    inp.lines.put("isready")
+    out.wait_for("readyok")
+    inp.lines.put("quit")
+    thread.join(10)
+    assert out.getvalue().count("bestmove") == 1 and not thread.is_alive()
+
+
+def test_echoed_input_is_cut():
+    """A 2 MB garbage token was echoed back in one 2 MB ``info string``."""
+    from frugalzero.uci.protocol import INFO_MAX
+
+    big = "x" * 2_000_000
+    commands = [
+        big,
+        f"position fen {big}",
+        f"position startpos moves {big}",
+        f"setoption name {big} value 1",
+        f"setoption name Temperature value {big}",
+        "isready",
+    ]
+    out = Out()
+    UciEngine(FirstMoveSearcher(), iter(commands), out).run()
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == "readyok" and len(lines) == len(commands)
+    assert all(len(line) <= len("info string ") + INFO_MAX for line in lines), max(map(len, lines))
+    assert all("characters)…" in line for line in lines[:4])  # it says how much was cut
+
+
+class ClosingOut(Out):
+    """An output the GUI closes after ``lines`` lines: later writes raise BrokenPipeError."""
+
+    def __init__(self, lines: int) -> None:
+        super().__init__()
+        self.left = lines
+
+    def write(self, text: str) -> int:
+        if self.left <= 0:
+            raise BrokenPipeError(32, "Broken pipe")
+        self.left -= 1
+        return super().write(text)
+
+
+def test_a_closed_output_ends_the_engine_quietly_while_its_input_stays_open():
+    """A GUI that closed the engine's output got two BrokenPipe tracebacks, and the engine
+    went on reading: it ends, saying so in one line on stderr, its search stopped."""
+    inp, out, err, searcher = Pipe(), ClosingOut(2), io.StringIO(), FirstMoveSearcher()
+    engine = UciEngine(searcher, inp, out)
+    engine.err = err
+    thread = threading.Thread(target=engine.run, daemon=True)
+    thread.start()
+    inp.lines.put("position startpos")
+    inp.lines.put("go infinite")
+    assert searcher.started.wait(5)
+    inp.lines.put("uci")  # id name, id author, then the options: the third line fails
+    thread.join(10)
+    assert not thread.is_alive()  # its input is still open
+    assert out.getvalue().splitlines() == [
+        "id name frugalzero",
+        "id author the frugalzero developers",
+    ]
+    assert engine.output_closed and err.getvalue().count("\n") == 1
+    assert "output was closed" in err.getvalue()
+
+
+@pytest.mark.slow
+def test_go_depth_stops_at_the_main_lines_length():
+    """The real searcher with ``Nodes 1``: ``go depth 5`` searches until its main line is 5
+    moves long (once it searched the one node of ``Nodes``)."""
+    from frugalzero.uci.protocol import MATE_NODES
+    from frugalzero.uci.searcher import NetSearcher
+
+    searcher, inp, out = NetSearcher("small", default_nodes=1), Pipe(), Out()
+    thread = threading.Thread(target=UciEngine(searcher, inp, out).run, daemon=True)
+    thread.start()
+    try:
+        for line in ("isready", "position startpos", "go depth 5"):
+            inp.lines.put(line)
+        out.wait_for("bestmove", timeout=120)  # the end of input would stop the search
+    finally:
+        inp.lines.put("quit")
+        thread.join(30)
+        searcher.close()
+    lines = out.getvalue().splitlines()
+    words = [line for line in lines if line.startswith("info depth") and " pv " in line][-1].split()
+    depth, nodes = int(words[words.index("depth") + 1]), int(words[words.index("nodes") + 1])
+    assert depth >= 5 and 5 <= nodes < MATE_NODES, lines[-3:]
+    assert lines[-1].startswith("bestmove")

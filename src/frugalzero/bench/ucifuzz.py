@@ -1,14 +1,16 @@
 """The UCI engine fuzzed: a seeded run of random commands against ``frugalzero uci``.
 
 Random interleavings of ``position``, ``go`` (every limit, hostile numbers), ``stop``,
-``ponderhit``, ``isready``, ``setoption`` (garbage, hostile values for every listed option),
-``ucinewgame``, garbage and the end of input (``frugalzero.uci.fuzz``), checked after every
-sequence: one ``bestmove`` per ``go``, ``readyok`` within ``--ready-s``, the engine alive until
-``quit`` or the end of its input, and the RSS of the engine and its inference processes under
-its start plus ``RamLimitMb``. Not a speed figure but a soak: its figures (commands, ``go``s,
-``bestmove``s, missing and extra ones, the slowest ``readyok``, the peak RSS against its limit,
-seconds) go to docs/reliability.md, and each failure comes with its seed and the commands that
-reproduce it, shrunk.
+``ponderhit``, ``isready``, ``setoption`` (garbage, hostile values for every listed option, and
+option changes interleaved with searches: sane new values of ``Threads``, ``BatchSize``,
+``NNCacheSize`` … set while one runs, then ``isready`` and a search under them),
+``ucinewgame``, garbage, ``quit`` and the end of input (``frugalzero.uci.fuzz``), checked after
+every sequence: one ``bestmove`` per ``go`` (those before ``quit`` too), ``readyok`` within
+``--ready-s``, the engine alive until ``quit`` or the end of its input, and the RSS of the
+engine and its inference processes under its start plus ``RamLimitMb``. Not a speed figure
+but a soak: its figures (commands, ``go``s, ``bestmove``s, missing and extra ones, the
+slowest ``readyok``, the peak RSS against its limit, seconds) go to docs/reliability.md, and
+each failure comes with its seed and the commands that reproduce it, shrunk.
 """
 
 from __future__ import annotations

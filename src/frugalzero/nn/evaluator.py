@@ -16,7 +16,7 @@ and shares with others (self-play workers feeding one device).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -28,7 +28,7 @@ from frugalzero.chess.history import NetInput, net_input_from_board
 from frugalzero.nn.config import EvaluatorConfig, NetConfig
 from frugalzero.nn.model import PolicyValueNet
 from frugalzero.nn.runner import Batch, NetRunner, Output
-from frugalzero.nn.server import Channel, InferenceServer, ServerClient
+from frugalzero.nn.server import Channel, InferenceServer, ServerClient, start_servers
 from frugalzero.runtime.cores import available_cores
 from frugalzero.runtime.device import set_threads
 from frugalzero.search.types import Evaluation
@@ -96,7 +96,14 @@ class Evaluator:
     moves' logits, with the cache of answers in C++ (``native_cache``): no per-position Python
     on either side of the inference process."""
 
-    def __init__(self, net: PolicyValueNet, config: EvaluatorConfig | None = None) -> None:
+    def __init__(
+        self,
+        net: PolicyValueNet,
+        config: EvaluatorConfig | None = None,
+        spawned: Callable[[list[InferenceServer]], None] | None = None,
+    ) -> None:
+        """``spawned`` sees the inference processes once spawned, before they are waited for
+        (``nn.server.start_servers``): another thread may then ``kill`` them."""
         self.config = config = config or EvaluatorConfig()
         backend = config.backend
         if backend == "auto":
@@ -106,7 +113,7 @@ class Evaluator:
         self.backend = backend
         processes = config.servers if backend == "process" else 0
         self.threads = self._threads_for(config.threads, processes)
-        self._processes = [InferenceServer(net, config, self.threads) for _ in range(processes)]
+        self._processes = start_servers(net, config, self.threads, processes, spawned)
         self._setup(net.config, [p.owner for p in self._processes])
         if self._processes:
             self.precision = self._processes[0].precision
@@ -284,6 +291,15 @@ class Evaluator:
             return None
         native = self._native_cache.size if self._native_cache is not None else 0
         return min(1000, (len(self._cache) + native) * 1000 // self.config.cache_size)
+
+    def take_caches(self, other: Evaluator) -> None:
+        """Keep ``other``'s cached answers (and its hit counts) from now on: an evaluator that
+        replaces it with the same network and precision (more inference processes, another
+        layout) starts warm. ``other`` is left without them; resized to this one's size."""
+        self._cache, other._cache = other._cache, None
+        self._native_cache, other._native_cache = other._native_cache, None
+        self._hits, self._misses = other._hits, other._misses
+        self.resize_cache(self.config.cache_size)
 
     def clear_cache(self) -> None:
         if self._cache is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.shared_memory import SharedMemory
@@ -27,6 +28,7 @@ from frugalzero.nn.config import EvaluatorConfig, NetConfig
 from frugalzero.nn.model import PolicyValueNet
 from frugalzero.nn.runner import Batch, NetRunner, Output
 from frugalzero.runtime.device import set_threads
+from frugalzero.runtime.shm import segment_name
 from frugalzero.runtime.weights import arrays_to_state_dict, weights_to_arrays
 from frugalzero.search.puct import legal_softmax
 
@@ -56,7 +58,7 @@ class _Slots:
         sizes = {k: int(np.prod(s)) * np.dtype(dt).itemsize for k, (s, dt) in layout.items()}
         slot_bytes = sum(sizes.values())
         size = 0 if name else slots * slot_bytes
-        self.shm = SharedMemory(name=name, create=name is None, size=size)
+        self.shm = SharedMemory(name=name or segment_name(), create=name is None, size=size)
         self.spec = (self.shm.name, slots, max_batch)
         self.views: list[dict[str, np.ndarray]] = []
         for slot in range(slots):
@@ -205,7 +207,12 @@ class Channel:
 
 class InferenceServer:
     """Starts an inference process for ``net``: ``owner`` is this process's channel to it,
-    ``clients`` the ends for other processes. It runs until the owner closes."""
+    ``clients`` the ends for other processes. It runs until the owner closes.
+
+    Starting one is two steps: the process is spawned (``wait=False`` returns then, while it
+    imports torch, a second or more of one core) and ``wait_started`` hands it the weights and
+    waits for its ``ready``. ``start_servers`` spawns several before waiting for any, so they
+    start side by side; ``kill`` (from any thread) ends one that is still starting."""
 
     def __init__(
         self,
@@ -215,6 +222,7 @@ class InferenceServer:
         clients: int = 0,
         slots: int = 4,
         max_batch: int = 1024,
+        wait: bool = True,
     ) -> None:
         ctx = mp.get_context("spawn")  # fork after PyTorch threads started can deadlock
         buffers = [_Slots(slots, max_batch) for _ in range(1 + clients)]
@@ -237,14 +245,32 @@ class InferenceServer:
         self._proc.start()
         for _, child in pipes:
             child.close()
+        self._starting: tuple[PolicyValueNet, list[_Slots], list] | None = (net, buffers, pipes)
+        self._killed = False
+        self._failed = False  # the start failed, and tidied up after itself
+        if wait:
+            self.wait_started()
+
+    def wait_started(self) -> None:
+        """Hand the spawned process its weights and wait until it is ready to serve (at once
+        when it is already)."""
+        if self._starting is None:
+            return
+        net, buffers, pipes = self._starting
+        self._starting = None
         conn = pipes[0][0]
         try:
             conn.send(weights_to_arrays(net))
             _, self.precision, self.compiled = conn.recv()
         except (EOFError, OSError):
+            self._failed = True
             self._proc.join(timeout=5)
             for buffer in buffers:
                 buffer.close(unlink=True)
+            for end, _ in pipes:
+                end.close()
+            if self._killed:
+                raise RuntimeError("the inference process was stopped while starting") from None
             raise RuntimeError(
                 f"the inference process died while starting (exit code {self._proc.exitcode}); "
                 "a script that creates an Evaluator must guard its entry point with "
@@ -257,6 +283,13 @@ class InferenceServer:
             for (end, _), b in zip(pipes[1:], buffers[1:], strict=True)
         ]
 
+    def kill(self) -> None:
+        """End the process now, from any thread: a ``wait_started`` in progress raises; a
+        started server is left for ``close`` to tidy up."""
+        self._killed = True
+        if self._proc.is_alive():
+            self._proc.kill()
+
     @property
     def pid(self) -> int:
         return int(self._proc.pid or 0)
@@ -266,6 +299,14 @@ class InferenceServer:
         return self._proc.is_alive()
 
     def close(self) -> None:
+        if self._starting is not None:  # spawned, never started: kill it, then tidy up
+            self.kill()
+            try:
+                self.wait_started()
+            except RuntimeError:
+                pass
+        if self._failed:
+            return
         self.owner.close()
         for client in self.clients:
             client.conn.close()
@@ -274,6 +315,32 @@ class InferenceServer:
             self._proc.kill()
         for buffer in self._client_buffers:
             buffer.close(unlink=True)
+
+
+def start_servers(
+    net: PolicyValueNet,
+    config: EvaluatorConfig,
+    threads: int,
+    count: int,
+    spawned: Callable[[list[InferenceServer]], None] | None = None,
+) -> list[InferenceServer]:
+    """``count`` inference processes for ``net``, started side by side: all are spawned before
+    any is waited for (each imports torch on its own core where there is one). ``spawned``
+    sees them before the wait, so another thread can ``kill`` them (an engine that quits
+    while they start). If one fails, the others are closed and its error raised."""
+    servers: list[InferenceServer] = []
+    try:
+        for _ in range(count):
+            servers.append(InferenceServer(net, config, threads, wait=False))
+        if spawned is not None:
+            spawned(servers)
+        for server in servers:
+            server.wait_started()
+    except BaseException:
+        for server in servers:
+            server.close()
+        raise
+    return servers
 
 
 def _serve(

@@ -9,6 +9,9 @@
 * ``frugalzero.uci.searcher`` -- ``NetSearcher``: a network file with our MCTS, one game at a
   time, the tree kept from move to move within ``RamLimitMb``, its ``info`` lines (MultiPV,
   WDL, hashfull); ``searcher_options`` are its UCI options.
+* ``frugalzero.uci.network`` -- ``EngineNetwork``: the searcher's evaluator, ready in-process
+  before its inference processes start, rebuilt in the background when an option needs new
+  ones, and swapped in between searches (no search or ``readyok`` waits for a build).
 * ``frugalzero.uci.cli`` -- the ``frugalzero uci`` command.
 
 The searcher depends on the protocol's types, never the other way round.

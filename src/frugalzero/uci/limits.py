@@ -5,7 +5,8 @@ A ``go`` is never refused for its numbers: a GUI waits for its ``bestmove`` what
 A number that is missing or not a whole number is dropped (the limit is not given), one out of
 its range is clamped into it (or dropped where its minimum means nothing, as ``movestogo 0``),
 and each such change is a note the engine sends as ``info string``. So every ``go`` ends by
-itself unless it says ``infinite`` or ``ponder``: an absurd clock (``wtime 10^15``) is a week,
+itself unless it says ``infinite`` or ``ponder``: an absurd clock (``wtime 10^15``) is a week
+(and the time manager plans a week as a long game's clock, ``timeman.LONGEST_CLOCK_MS``),
 ``nodes 99999999999`` is ``NODES_MAX``."""
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ GO_RANGES: dict[str, Range] = {
     "movestogo": Range(1, 10_000, drop_below=True),
     "movetime": Range(0, MAX_CLOCK_MS),
     "nodes": Range(1, NODES_MAX),  # go nodes 0 searches one node
-    "depth": Range(1, 10_000, drop_below=True),  # read, not used: the node count applies
+    "depth": Range(1, 10_000, drop_below=True),  # the main line's length (protocol)
     "mate": Range(1, 10_000, drop_below=True),
 }
 _FLAGS = ("infinite", "ponder", "searchmoves")

@@ -1,8 +1,11 @@
 """The searcher behind ``frugalzero uci``: our network with our MCTS, one game at a time.
 
-The network starts in the background (inference processes) so ``uci`` is answered at once;
-``isready`` waits for it. The tree is kept between moves when the new position continues the
-last one (tree reuse), and between a ``go ponder`` and the search after ``ponderhit``.
+The network starts in the background so ``uci`` is answered at once; ``isready`` waits until
+it can search in the engine's own process, and the inference processes take over between
+searches once they have started (``frugalzero.uci.network``, which also rebuilds them when
+``Threads`` changes their number, without holding up a search). The tree is kept between
+moves when the new position continues the last one (tree reuse), and between a ``go ponder``
+and the search after ``ponderhit``.
 
 One game keeps the whole machine busy: leaves are gathered in batches with virtual loss (a
 gather absorbs collisions rather than stopping at them), and on a CPU two single-threaded
@@ -21,10 +24,11 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from frugalzero.nn.shipped import DEFAULT_NET
+from frugalzero.chess.encoding import HISTORY_FILLS
 from frugalzero.runtime.memory import MB, machine_memory
 from frugalzero.search import (
     NativeTree,
@@ -37,13 +41,20 @@ from frugalzero.search import (
 )
 from frugalzero.search.native import position_refusal
 from frugalzero.uci.limits import NODES_MAX
+from frugalzero.uci.network import (  # noqa: F401 - network_layout: the searcher's names
+    PARALLEL_BATCHES,
+    EngineNetwork,
+    NetSettings,
+    network_layout,
+)
 from frugalzero.uci.protocol import BestMove, Option, SearchRequest
 from frugalzero.uci.timeman import MoveTimer
 from frugalzero.values import search_score, uci_score, wdl_permille
 
 INFO_INTERVAL = 0.5  # seconds between info lines
+HISTORY_FILL_CHOICES = ("net", *HISTORY_FILLS)
+"""``HistoryFill`` (lc0's name): the net's own rule for missing history steps, or another."""
 CACHE_SIZE = 200_000  # positions the evaluator's cache keeps unless NNCacheSize says otherwise
-PARALLEL_BATCHES = 2  # batches one game's search keeps evaluating side by side on a CPU
 ALL_LINES = 256  # more than any position's legal moves
 PLAY = SearchConfig().for_play()  # the play profile: the search matches and the ladder play
 BATCH_SIZE = PLAY.leaves_per_gather  # leaves per batch: a single game's fill with collisions
@@ -54,6 +65,17 @@ RAM_SHARE = 4
 the GUI or match runner beside them and the system still fit in the rest, and it is far more
 than a move needs (a minute of analysis at 2,000 nodes/s is ~160 MB of tree)."""
 MIN_TREE_BYTES = MB  # the tree's share when the evaluation cache takes all of RamLimitMb
+EVALUATOR_OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "Threads": ("threads", int),
+    "NNCacheSize": ("cache_size", int),
+    "HistoryFill": ("history_fill", str),
+}
+"""The options that set the evaluator: option -> (``uci.network.NetSettings`` field, its
+value from the option's text). Set between searches, taken at the next search's start, built
+in the background when they need other inference processes (``EngineNetwork``). One more is a
+row here, its ``Option`` in ``searcher_options``, and a ``NetSettings`` field (one named as an
+``EvaluatorConfig`` field passes into it as it is), named in ``uci.network.ANSWERS`` when it
+changes what the network answers (no cached answers carried over; a rebuild)."""
 
 
 def default_ram_limit_mb() -> int:
@@ -73,6 +95,7 @@ def searcher_options(default_nodes: int, ram_limit_mb: int | None = None) -> lis
         Option("MultiPV", "spin", "1", 1, ALL_LINES),
         Option("UCI_ShowWDL", "check", "false"),
         Option("NNCacheSize", "spin", str(CACHE_SIZE), 0, 10_000_000),
+        Option("HistoryFill", "combo", "net", choices=HISTORY_FILL_CHOICES),
         Option("RamLimitMb", "spin", str(ram_limit), 1, max(ram_limit, machine_memory() // MB)),
     ]
 
@@ -90,18 +113,10 @@ def _temperature(text: str, zero: bool) -> float:
     return value
 
 
-def network_layout(threads: int, cores: int, cpu: bool) -> tuple[int, int]:
-    """(inference processes, threads each) for the ``Threads`` option (0: every core).
-
-    On a CPU, ``PARALLEL_BATCHES`` single-threaded processes run one game's small batches
-    side by side with no threads to synchronise (one process with two threads runs them one
-    after the other, and its threads spin whenever the search holds a core); more threads go
-    to each process. A GPU gets one process."""
-    if not cpu:
-        return 1, max(1, threads)
-    total = threads or cores
-    servers = max(1, min(PARALLEL_BATCHES, total))
-    return servers, max(1, total // servers)
+def main_line_depth(result: SearchResult) -> int:
+    """A search's depth (its ``info`` lines' ``depth``, where ``go depth N`` stops): the main
+    line's length in moves, at least 1."""
+    return max(1, len(result.lines[0].pv)) if result.lines else 1
 
 
 class NetSearcher:
@@ -118,73 +133,52 @@ class NetSearcher:
         self.nodes = default_nodes
         self.ram_limit_mb = ram_limit_mb or default_ram_limit_mb()
         self.batch = BATCH_SIZE
-        self.threads = 0
         self.temperature = 0.0
         self.policy_temperature = PLAY.policy_temperature
         self.multipv = 1
         self.show_wdl = False
-        self.cache_size = CACHE_SIZE
-        self._applied = (self.threads, self.cache_size)  # what the evaluator runs with
         self.rng = np.random.default_rng(seed)
         self.tree: NativeTree | None = None
-        self.note: str | None = None  # said once the net is loaded: which one plays, and why
-        self._evaluator = None
-        self._error: BaseException | None = None
-        self._ready = threading.Event()
-        threading.Thread(target=self._load, daemon=True).start()
+        self._evaluator = None  # the one the last search took (its info lines' hashfull)
+        self._problems_said = 0  # the network's problems said in info strings so far
+        self.network = EngineNetwork(NetSettings(net, cache_size=CACHE_SIZE), self.batch)
 
     # -- network ------------------------------------------------------------------------------
-    def _load(self) -> None:
-        try:
-            from frugalzero.nn.checkpoint import load_net
-            from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
-            from frugalzero.nn.shipped import resolve_net_path
-            from frugalzero.runtime.cores import available_cores
-            from frugalzero.runtime.device import resolve_device
-
-            device = resolve_device("auto", "uci")
-            self._cpu = device.type == "cpu"
-            self._cores = available_cores()
-            threads, cache_size = self._applied = (self.threads, self.cache_size)
-            servers, per_server = network_layout(threads, self._cores, self._cpu)
-            # single-game batches vary in size; compiling would cost more than it saves here
-            config = EvaluatorConfig(
-                compile="off", servers=servers, threads=per_server, cache_size=cache_size
-            )
-            net = self.net_spec
-            if net == DEFAULT_NET:  # the shipped net that is stronger here under a clock
-                from frugalzero.nn.choice import clock_net
-
-                choice = clock_net(str(device), per_server, self.batch, config)
-                net, self.note = choice.net, choice.describe()
-            self._net, _ = load_net(resolve_net_path(net))
-            self._evaluator = Evaluator(self._net, config)
-        except BaseException as exc:  # reported on the first search; the engine stays up
-            self._error = exc
-        finally:
-            self._ready.set()
-
     def wait_ready(self) -> None:
-        """Block until the network is loaded; RuntimeError saying why if it cannot be."""
-        self._ready.wait()
-        if self._error is not None:
-            raise RuntimeError(f"network {self.net_spec!r} could not be loaded: {self._error}")
+        """Block until the engine can search; RuntimeError saying why if it cannot."""
+        self.network.wait_ready()
+
+    @property
+    def note(self) -> str | None:
+        """Which net plays, and why (said once the net is loaded; ``default``'s choice)."""
+        return self.network.note
+
+    @property
+    def threads(self) -> int:
+        return self.network.settings.threads
+
+    @property
+    def cache_size(self) -> int:
+        return self.network.settings.cache_size
 
     @property
     def evaluator(self):
-        self.wait_ready()
-        return self._evaluator
+        """The evaluator the searches use now (between searches, in the searching thread)."""
+        return self.network.evaluator
 
     @property
     def net(self):
         """The network the engine plays (with ``default``: the one chosen for this machine)."""
-        self.wait_ready()
-        return self._net
+        return self.network.net
+
+    def settle(self):
+        """Wait for the evaluator the options ask for and take it (between searches, in the
+        thread that searches): for measurements of the final layout; a search never waits."""
+        self._evaluator = self.network.settle()
+        return self._evaluator
 
     def close(self) -> None:
-        self._ready.wait()
-        if self._evaluator is not None:
-            self._evaluator.close()
+        self.network.close()
 
     # -- Searcher protocol --------------------------------------------------------------------
     refusal = staticmethod(position_refusal)
@@ -205,10 +199,10 @@ class NetSearcher:
         elif name == "PolicyTemperature":
             self.policy_temperature = _temperature(value, zero=False)
             self.tree = None
-        elif name == "Threads":
-            self.threads = int(value)  # the next search applies it (_apply_settings)
-        elif name == "NNCacheSize":
-            self.cache_size = int(value)  # likewise
+        elif name in EVALUATOR_OPTIONS:  # built in the background, taken between searches
+            field, parse = EVALUATOR_OPTIONS[name]
+            settings = dataclasses.replace(self.network.settings, **{field: parse(value)})
+            self.network.want(settings)
         elif name == "MultiPV":
             self.multipv = int(value)
         elif name == "UCI_ShowWDL":
@@ -219,8 +213,10 @@ class NetSearcher:
     def search(
         self, request: SearchRequest, stop: threading.Event, info: Callable[[str], None]
     ) -> BestMove:
-        self._apply_settings(self.evaluator)
-        evaluator = self.evaluator
+        self._evaluator = evaluator = self.network.take()  # never waits for a build
+        for problem in self.network.problems[self._problems_said :]:
+            info(f"info string {problem}")
+            self._problems_said += 1
         tree = self._tree_for(request)
         started = time.monotonic()
         deadline = None if request.time is None else started + request.time.hard
@@ -244,6 +240,9 @@ class NetSearcher:
                 speed = t.started / max(elapsed, 1e-3)
                 if timer.should_stop(elapsed, best, lead, speed):
                     settled.set()
+            depth = request.depth  # go depth N: the main line N moves long (t.max_depth: cheap)
+            if depth is not None and t.max_depth >= depth and main_line_depth(t.result()) >= depth:
+                settled.set()
             if now - last_info[0] >= INFO_INTERVAL:
                 last_info[0] = now
                 report = self._info_lines(t.result(self.multipv), elapsed, searching=True)
@@ -251,7 +250,7 @@ class NetSearcher:
                     info(line)
 
         moves = request.searchmoves or None
-        in_flight = 2 * evaluator.config.servers
+        in_flight = 2 * evaluator.config.servers if evaluator.backend == "process" else 1
         search(tree, evaluator, budget, should_stop, in_flight, on_batch, moves)
         result = tree.result(ALL_LINES if self.temperature > 0 or moves else self.multipv)
         if moves:  # a search stopped before its first walk left a reused root unrestricted
@@ -263,27 +262,6 @@ class NetSearcher:
         return self._pick(tree, result, request)
 
     # -- helpers ------------------------------------------------------------------------------
-    def _apply_settings(self, evaluator) -> None:
-        """``Threads`` and ``NNCacheSize`` set since the last search take effect now, in the
-        thread that uses the evaluator (it is not thread-safe): the same number of inference
-        processes with other threads, or new processes when their number changes."""
-        threads, cache_size = self.threads, self.cache_size
-        if threads != self._applied[0]:
-            servers, per_server = network_layout(threads, self._cores, self._cpu)
-            if servers == evaluator.config.servers:
-                evaluator.set_threads(per_server)
-            else:
-                from frugalzero.nn.evaluator import Evaluator
-
-                config = dataclasses.replace(
-                    evaluator.config, servers=servers, threads=per_server, cache_size=cache_size
-                )
-                evaluator.close()
-                self._evaluator = evaluator = Evaluator(self._net, config)
-        if cache_size != self._applied[1]:
-            evaluator.resize_cache(cache_size)
-        self._applied = (threads, cache_size)
-
     def _budget(self, request: SearchRequest) -> float:
         """Simulations of this search: unbounded when only ``stop``, the clock or a proof
         ends it (``infinite``; a clock, or ``go mate``, without a node limit), else the node
@@ -315,7 +293,7 @@ class NetSearcher:
         """The tree's share of ``RamLimitMb``: what the evaluation cache (bounded by
         ``NNCacheSize``, its tables counted full) leaves of it. A tree already past it (the
         limit lowered, the cache grown) starts afresh."""
-        cache = self.evaluator.native_cache
+        cache = self._evaluator.native_cache
         cache_bytes = cache.memory_bytes if cache is not None else 0
         limit = max(self.ram_limit_mb * MB - cache_bytes, MIN_TREE_BYTES)
         if self.tree.memory_bytes > limit:
@@ -356,7 +334,7 @@ class NetSearcher:
             stats += f" hashfull {hashfull}"
         stats += f" time {int(elapsed * 1000)}"
         lines = [ln for i, ln in enumerate(result.lines[: self.multipv]) if i == 0 or ln.visits]
-        depth = max(1, len(result.lines[0].pv)) if result.lines else 1
+        depth = main_line_depth(result)
         seldepth = max(depth, result.depth)
         if not lines:  # the root was never evaluated: nothing to score
             return [f"info depth 1 seldepth 1 {stats}"]

@@ -11,6 +11,15 @@ most a fifth of the clock). Between the two the search decides, as strong engine
   the runner-up is more than the search can add in the time left (Leela's "smart pruning").
 
 A fixed ``movetime`` is a hard limit with no management, and so is no clock at all.
+
+A clock is planned as a real game's: one beyond the longest a game is played with
+(``LONGEST_CLOCK_MS``, and ``LONGEST_INCREMENT_MS`` for the increment) is taken as that, so
+``go wtime 10^15`` thinks as long as a move of a long classical game, not a week's twentieth.
+
+Every budget also says the *latest* a move may be answered: nearly the whole clock less the
+``MoveOverhead``. The protocol answers by then with the best move seen so far even when the
+search has not returned (a machine so busy that the search's own stop comes too late), so a
+busy machine costs a worse move, never the game on time.
 """
 
 from __future__ import annotations
@@ -28,6 +37,19 @@ CLOCK_SHARE = 0.2
 """The most of the remaining clock one move may take."""
 SETTLED_SHARE = 0.5
 """Beyond the soft budget, the search stops once the best move held for this share of it."""
+LONGEST_CLOCK_MS = 2 * 3600 * 1000
+"""The longest clock planned with (two hours: a classical game's, TCEC's longest control); a
+longer one (``wtime 10^15``, clamped to a week by ``frugalzero.uci.limits``) plans as this."""
+LONGEST_INCREMENT_MS = 60_000
+"""The longest increment planned with (a minute; classical games give 30 s)."""
+LAG_DECAY = 0.75
+"""Each move, the remembered lateness (``Lag``) fades to this share of itself."""
+LAG_MAX = 1.0
+"""The most lateness remembered, in seconds: one stall (a swapped-out process) must not make
+every later move instant."""
+LATEST_OVERHEAD_SHARE = 0.5
+"""The latest answer leaves this share of ``MoveOverhead`` on the clock (the rest was the
+search's margin to wind down within): the pipe and the GUI's own reading."""
 
 
 @dataclass(frozen=True)
@@ -38,11 +60,19 @@ class TimeBudget:
     hard: float
     managed: bool
     """True under a clock (the stops above apply); False for a fixed movetime."""
+    latest: float | None = None
+    """The last moment to answer whatever the search is doing (None: ``hard``): past it the
+    clock itself, less a share of the overhead, would run out."""
+
+    @property
+    def answer_by(self) -> float:
+        return self.hard if self.latest is None else max(self.latest, self.hard)
 
     def spent(self, seconds: float) -> TimeBudget:
         """What is left after ``seconds`` went by before the search could start."""
+        latest = None if self.latest is None else max(0.01, self.latest - seconds)
         return TimeBudget(
-            max(0.01, self.soft - seconds), max(0.01, self.hard - seconds), self.managed
+            max(0.01, self.soft - seconds), max(0.01, self.hard - seconds), self.managed, latest
         )
 
 
@@ -54,16 +84,38 @@ def plan(
     overhead_ms: int,
 ) -> TimeBudget | None:
     """The budget of one move from the side to move's clock (None: no time limit)."""
+    keep = LATEST_OVERHEAD_SHARE * overhead_ms
     if movetime_ms is not None:
         seconds = max(0.01, (movetime_ms - overhead_ms) / 1000)
-        return TimeBudget(seconds, seconds, managed=False)
+        return TimeBudget(seconds, seconds, False, max(0.01, (movetime_ms - keep) / 1000))
     if remaining_ms is None:
         return None
+    latest = max(0.01, (remaining_ms - keep) / 1000)
+    remaining_ms = min(remaining_ms, LONGEST_CLOCK_MS)
+    increment_ms = min(increment_ms, LONGEST_INCREMENT_MS)
     usable = max(remaining_ms - overhead_ms, 10)
     soft = remaining_ms / (movestogo or MOVES_TO_GO) + 0.75 * increment_ms
     hard = min(HARD_SHARES * soft, CLOCK_SHARE * remaining_ms + increment_ms, usable)
     soft = min(soft, hard)
-    return TimeBudget(max(0.01, soft / 1000), max(0.01, hard / 1000), managed=True)
+    return TimeBudget(max(0.01, soft / 1000), max(0.01, hard / 1000), True, latest)
+
+
+class Lag:
+    """How late the engine's timed answers came past their hard limit lately, in seconds: the
+    latest overrun, or the earlier ones fading by ``LAG_DECAY`` a move, whichever is more (at
+    most ``LAG_MAX``). The protocol adds it to ``MoveOverhead``, so that on a machine busy
+    enough to make a search stop late the next moves leave that lateness on the clock."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def observe(self, overrun: float) -> None:
+        """A timed answer came ``overrun`` seconds after its hard limit (negative: before)."""
+        self.seconds = min(LAG_MAX, max(overrun, LAG_DECAY * self.seconds, 0.0))
+
+    @property
+    def ms(self) -> int:
+        return round(self.seconds * 1000)
 
 
 def side_clock(

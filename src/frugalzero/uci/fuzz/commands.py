@@ -1,7 +1,9 @@
 """The fuzzer's commands: from a seed and the options an engine lists, random interleavings of
 ``position`` (legal, illegal, hostile FENs), ``go`` with every limit and hostile numbers,
 ``stop``, ``ponderhit``, ``isready``, ``setoption`` (garbage and hostile values for every listed
-option), ``ucinewgame``, garbage lines, and at the end ``quit`` or the end of input.
+option; sane new values of the options that shape a search, set while one runs and followed by
+a search under them: ``RETUNE``), ``ucinewgame``, garbage lines, and at the end ``quit`` or the
+end of input.
 
 Each ``Step`` says what the engine owes for it, from what the fuzzer knows it sent: how a ``go``
 ends (by itself soon, by itself but not soon, or only when released) and the moves its
@@ -36,6 +38,20 @@ HEAVY = frozenset({"nodes", "threads", "batchsize", "nncachesize", "multipv", "h
 are sent, every ``go`` is then treated as LONG, and the sequence ends by setting them back."""
 SHAPING = frozenset({"odds", "oddsgiver", "uci_chess960", "uci_variant"})
 """Options that change the start position: ``startpos`` is unknown while one is not default."""
+RETUNE = {
+    "threads": ("0", "1", "2", "3"),
+    "batchsize": ("1", "4", "16", "32"),
+    "nncachesize": ("0", "5000", "200000"),
+    "multipv": ("1", "2", "4"),
+    "nodes": ("16", "32", "48"),
+    "uci_showwdl": ("true", "false"),
+    "temperature": ("0", "0.5", "1"),
+    "policytemperature": ("1", "1.6", "2.5"),
+    "moveoverhead": ("0", "30", "100", "400"),
+}
+"""Sane values of the options a GUI changes between and during searches (a new thread count, a
+batch size, a cache size …): changed while a search runs, then ``isready`` (answered within
+its bound whatever the change restarts) and a search under them."""
 CALM = {"nodes": "32"}
 """Values the fuzzer starts a session with (and sets back): ``Nodes`` is what a ``go`` without
 a limit searches, kept small so the run covers many commands."""
@@ -163,6 +179,7 @@ class Fuzzer:
             (self._short_go, 24),
             (self._long_go, 12),
             (self._ponder, 5),
+            (self._retune, 8),
             (lambda: (Step("isready"),), 10),
             (lambda: (self._setoption(),), 11),
             (lambda: (Step("stop"),), 3),
@@ -281,6 +298,42 @@ class Fuzzer:
             steps += self._during()
         steps.append(Step("stop", pause_s=self._delay()))
         return tuple(steps)
+
+    def _retune(self) -> Action:
+        """Option changes interleaved with searches: a search, sane new values (``RETUNE``) of
+        1-3 options set while it runs, ``isready``, and a search under them right after."""
+        rng = self.rng
+        line, kind = self._go_line(endless=rng.random() < 0.4)
+        steps = [self._go_step(line, kind)]
+        for _ in range(rng.randint(1, 3)):
+            steps.append(replace(self._sane_option(), pause_s=rng.uniform(0, 0.03)))
+        steps.append(Step("isready"))
+        if kind != SHORT:
+            steps.append(Step("stop", pause_s=self._delay()))
+        line, kind = self._go_line(endless=False)
+        steps.append(self._go_step(line, kind))
+        if kind != SHORT:
+            steps.append(Step("stop", pause_s=self._delay()))
+        return tuple(steps)
+
+    def _sane_option(self) -> Step:
+        """A ``setoption`` of a sane value (``RETUNE``) of an option the engine lists."""
+        listed = [o for o in self.options if o.name.lower() in RETUNE]
+        if not listed:
+            return Step("isready")
+        option = self.rng.choice(listed)
+        key = option.name.lower()
+        value = self.rng.choice(RETUNE[key])
+        if option.kind == "spin" and not (option.minimum or 0) <= int(value) <= (
+            option.maximum if option.maximum is not None else int(value)
+        ):
+            value = option.default
+        line = f"setoption name {option.name} value {value}"
+        if key in HEAVY or key in SHAPING:
+            self._touched.add(key)  # set back at the end of the sequence
+        else:
+            self._last[key] = line
+        return Step(line)
 
     def _memory(self) -> Action:
         """A search long enough to reach a small memory limit, under one."""

@@ -6,7 +6,8 @@ A session is one engine process: the ``uci`` handshake, the fuzzer's opening (th
 ``RamLimitMb`` among them), sequences, and at the end ``quit`` or the end of input. After every
 sequence the driver waits for every ``bestmove`` owed, asks ``isready``, and compares the peak
 RSS of the engine and its children (the inference processes), sampled four times a second,
-with the limit: the RSS the session had after its opening plus ``RamLimitMb`` plus a margin.
+with the limit: the RSS the session had after its opening (once it stopped growing: inference
+processes may still be starting) plus ``RamLimitMb`` plus a margin.
 RSS counts the pages a child shares with its parent once in each; measured against the same
 session's own start, that cancels out. The margin covers what no search limit bounds: the
 Python heap, the allocator's slack."""
@@ -26,6 +27,10 @@ from dataclasses import dataclass
 from frugalzero.runtime.memory import MB, resident_bytes
 from frugalzero.uci.fuzz.oracle import Failure, Oracle
 from frugalzero.uci.fuzz.steps import EngineOption, Sequence, Step, parse_option
+
+SETTLE_S = 1.0
+SETTLE_MB = 24.0
+"""The session's starting RSS is taken once it grows by less than this in ``SETTLE_S``."""
 
 
 @dataclass(frozen=True)
@@ -201,9 +206,10 @@ class Session:
         return self.options
 
     def open(self, sequence: Sequence, ram_limit_mb: int | None) -> None:
-        """The fuzzer's opening; the memory the session starts from is measured after it."""
+        """The fuzzer's opening; the memory the session starts from is measured after it,
+        once it stops growing."""
         self.run(sequence)
-        self.baseline_mb = self.engine.sample()
+        self.baseline_mb = self._settled_rss()
         self.limit_mb = self.baseline_mb + (ram_limit_mb or 0) + self.bounds.margin_mb
         self.engine.rss_peak_mb = self.baseline_mb
 
@@ -244,6 +250,21 @@ class Session:
         self.engine.kill()
         self.engine.close()
 
+    def _settled_rss(self) -> float:
+        """The RSS of the engine and its children once it grows by less than ``SETTLE_MB`` a
+        ``SETTLE_S``: an engine may answer before its inference processes have started (they
+        import torch in the background, hundreds of MB over seconds), which is not memory a
+        search took."""
+        end = time.monotonic() + self.bounds.start_s
+        last = self.engine.sample()
+        while time.monotonic() < end:
+            self._pump(lambda: False, SETTLE_S)  # (nothing is owed: judged if anything comes)
+            now = self.engine.sample()
+            if now - last < SETTLE_MB:
+                return now
+            last = now
+        return last
+
     # -- waiting --------------------------------------------------------------------------------
     def _ready(self) -> None:
         start = time.monotonic()
@@ -277,8 +298,9 @@ class Session:
             )
 
     def _finish(self) -> None:
-        """After ``quit`` or the end of input: the engine exits (status 0), its children too;
-        at the end of input every ``go`` is answered first (after ``quit`` nothing is owed)."""
+        """After ``quit`` or the end of input: every ``go`` sent before is answered (a search
+        still running stops and answers, as Stockfish does), then the engine exits (status
+        0), its children too."""
         bounds = self.bounds
         try:
             code = self.engine.proc.wait(bounds.exit_s)
@@ -291,13 +313,14 @@ class Session:
             raise SessionFailed(
                 Failure("exit", f"exit status {code}; stderr: {self.engine.stderr_tail()}")
             )
-        if self.oracle.unanswered and self._last_line is None:
+        if self.oracle.unanswered:
             self.missing = missing = self.oracle.unanswered
+            end = "the end of its input" if self._last_line is None else "quit"
             raise SessionFailed(
                 Failure(
                     "missing",
                     f"{missing} of {_listed(self.oracle.window)} got no bestmove before the "
-                    "engine exited at the end of its input",
+                    f"engine exited after {end}",
                 )
             )
         end = time.monotonic() + bounds.exit_s

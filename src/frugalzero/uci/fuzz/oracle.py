@@ -8,7 +8,7 @@ answered too early; a ``bestmove`` outside the moves the ``go`` allows is wrong.
 fuzzer sent before the answer arrived can have released a search: the driver reads every line
 that arrived before it sends the next command, so a search is never judged against a command
 the engine had not been sent. Waiting (a ``go`` never answered, a late ``readyok``) is the
-driver's to time."""
+driver's to time; every ``go`` is owed its ``bestmove``, those sent before ``quit`` too."""
 
 from __future__ import annotations
 
