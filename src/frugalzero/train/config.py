@@ -70,10 +70,10 @@ class TrainConfig:
     0 = one whole epoch."""
     history_truncation: float = 0.25
     """Share of training positions whose history is cut short (the k oldest of the 8 steps
-    dropped, k drawn from 1-7, the gap filled by the net's history rule), so the net also
+    dropped, k drawn from 1 to 7, the gap filled by the net's history rule), so the net also
     knows a position given without its game: a FEN, a book start, the start position. At 0.25
-    a fine-tune of ``small`` validated as one without (top-1 0.355 and 0.356, policy loss 2.034
-    both: benchmarks/notes/history.md)."""
+    a short training of ``small`` validated as one without it (policy loss 2.034 both:
+    benchmarks/notes/history.md)."""
     validation_fraction: float = 0.02
     """Share of the first iteration's games held out as the fixed validation set."""
     validation_min_positions: int = 1000
