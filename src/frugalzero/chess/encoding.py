@@ -72,8 +72,8 @@ LEGACY_HISTORY_FILL: HistoryFill = "always"
 """The rule for a net saved before nets recorded theirs. Such nets never trained on positions
 with more than 5 empty steps (their games began at a book position followed by 2 or 8 moves,
 which were not trained on), and both shipped ones measured far better filled: raw policy top-1
-on held-out positions given as FEN 45.4% against 32.8% (medium), the start position's value
-+0.03 against -0.99 (benchmarks/notes/history.md)."""
+on held-out positions given as FEN 40.7% against 30.3% (medium; 43.2% with their moves), the
+start position's value +0.03 against -0.99 (benchmarks/notes/history.md)."""
 
 
 def pieces_of(board: chess.Board) -> tuple[int, ...]:
@@ -173,6 +173,6 @@ def encode(frames: np.ndarray, meta: np.ndarray, history_fill: HistoryFill) -> n
     n = frames.shape[0]
     if frames.shape[1:] != (HISTORY, FRAME_WORDS) or meta.shape != (n, META_FIELDS):
         raise ValueError(f"bad shapes: frames {frames.shape}, meta {meta.shape}")
-    frames = np.ascontiguousarray(fill_history(frames, history_fill))
+    frames = fill_history(frames, history_fill)  # contiguous: the input or a fresh copy
     planes = _native.encode_planes(frames, meta)
     return planes.reshape(n, 8, 8, NUM_PLANES).transpose(0, 3, 1, 2)
