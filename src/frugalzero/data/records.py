@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-METHODS = ("selfplay", "contempt", "gumbel", "eps-explore", "sfgames", "pgn")
+from frugalzero.data.methods import NAMES as METHODS  # noqa: F401  (re-exported)
 
 
 @dataclass

@@ -114,6 +114,9 @@ class GenerateSection:
     """The most ``temperature_raise`` raises the move temperature to."""
     openings: str = ""
     """Opening book (EPD or PGN) for every generator; empty = each generator's default."""
+    prior: list[str] = field(default_factory=list)
+    """Folders of shards the replay window holds before the run's own data (a fork's: its
+    trunk's data up to the fork, ``frugalzero experiment``); read, never written."""
 
     def __post_init__(self) -> None:
         checks = [
@@ -188,5 +191,16 @@ class RunConfig:
     runtime here, 'HOST:6379' = the Ray cluster of that head (training stays here)."""
 
     def __post_init__(self) -> None:
-        pgn = (self.method != "pgn" or bool(self.generate.pgn), "method pgn needs generate.pgn")
-        check(self, "run", [pgn])
+        from frugalzero.data.methods import BY_NAME
+
+        row = BY_NAME.get(self.method)  # an unknown name: ``check`` names the field
+        pgn = (
+            row is None or row.generator != "pgn" or bool(self.generate.pgn),
+            "method pgn needs generate.pgn",
+        )
+        counted = (
+            row is None or not self.budget.evaluations or row.counts_evaluations,
+            f"budget.evaluations: method {self.method} spends no network evaluations it counts "
+            "(a budget in evaluations is for self-play methods; use minutes or iterations)",
+        )
+        check(self, "run", [pgn, counted])

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from frugalzero.data.methods import method
 from frugalzero.data.records import GameRecord
 from frugalzero.data.shards import ShardWriter, read_columns, read_shard, scan_shards
 from frugalzero.pipeline.config import RunConfig
@@ -76,25 +77,29 @@ def generate(
     progress: Progress,
     runner: Runner,
     temperature: float | None = None,
+    spend: tuple[int, float] | None = None,
 ) -> dict[str, Any]:
     """Fill ``out`` with this iteration's data, the games and playouts played by ``runner``;
-    returns the generator's report."""
-    method = config.method
-    if method == "pgn":
+    returns the generator's report. ``spend``: (the network evaluations left to the run's
+    budget, a game's mean cost so far): self-play's games end where the budget does."""
+    row = method(config.method)
+    if row.generator == "pgn":
         return _pgn(config, out, iteration)
-    target = config.generate.steps if method == "eps-explore" else config.generate.games
+    target = config.generate.steps if row.unit == "steps" else config.generate.games
     done, _ = finished(out)
     remaining = max(0, target - done)
     report: dict[str, Any] = {"resumed_with": done} if done else {}
-    if method == "sfgames":
+    if row.generator == "sfgames":
         report |= _sfgames(config, runner, out, iteration, target, progress)
-    elif method in ("selfplay", "contempt", "gumbel"):
+    elif row.generator == "selfplay":
         adapted = {"nscl": nscl, "temperature": temperature}
-        report |= _selfplay(config, runner, out, net_path, iteration, target, adapted, progress)
+        report |= _selfplay(
+            config, runner, out, net_path, iteration, target, adapted, progress, spend
+        )
     elif remaining:
         seed = _seed(config, iteration, done)
         prefix = f"i{iteration}-r{done}-"
-        if method == "eps-explore":
+        if row.generator == "explore":
             report |= _explore(
                 config,
                 runner,
@@ -118,21 +123,25 @@ def selfplay_config(config: RunConfig, nscl: float | None, temperature: float | 
     search = config.selfplay.search
     if temperature is not None:
         search = dataclasses.replace(search, temperature=temperature)
-    if config.method == "gumbel":
+    kind = method(config.method).search
+    if kind == "gumbel":
         search = dataclasses.replace(search, gumbel=True)
-    elif config.method == "contempt":
+    elif kind == "contempt":
         value = nscl if nscl is not None else search.nscl
         search = dataclasses.replace(search, nscl=value if value != float("inf") else 5.0)
-    elif config.method == "selfplay":
+    elif kind == "puct":
         search = dataclasses.replace(search, nscl=float("inf"), gumbel=False)
     openings = config.generate.openings or config.selfplay.openings
     return dataclasses.replace(config.selfplay, search=search, openings=openings)
 
 
-def _selfplay(config, runner, out, net_path, iteration, target, adapted, progress):
+def _selfplay(config, runner, out, net_path, iteration, target, adapted, progress, spend=None):
     """Games 0 .. target - 1 of this iteration that are not on disk yet (see the module); the
-    statistics are those of every game of the iteration, read back from its shards."""
-    from frugalzero.expert.sfgames import InOrder, game_number
+    statistics are those of every game of the iteration, read back from its shards. With
+    ``spend`` (the evaluations left to the run's budget, and a game's mean cost so far) the
+    games are those that fit in it, the last one cut (``pipeline.spend``)."""
+    from frugalzero.expert.sfgames import game_number
+    from frugalzero.pipeline.spend import SpendCut
     from frugalzero.selfplay.stats import selfplay_stats
 
     sp = dataclasses.replace(
@@ -142,35 +151,77 @@ def _selfplay(config, runner, out, net_path, iteration, target, adapted, progres
     )
     prefix = f"i{iteration}-s{sp.seed}-g"  # + SelfPlayGame's own id, "s{seed}-g{number}"
     written = {game_number(prefix, g) for g in game_ids(out)}
-    numbers = [n for n in range(target) if n not in written]
     report: dict[str, Any] = {}
-    if numbers:
-        done = target - len(numbers)
-        with _writer(out, games_per_shard=target + 1) as writer:  # InOrder closes the shards
-            order = InOrder(writer.add, numbers, writer.flush, GAMES_PER_SHARD)
-
-            def on_game(record: GameRecord) -> None:
-                order.add(
-                    game_number(prefix, f"i{iteration}-{record.game_id}"),
-                    _with_id(record, f"i{iteration}-"),
-                )
-
-            def each(n: int) -> None:
-                progress(done + n, target)
-
-            run = runner.selfplay(net_path, sp, on_game, each, numbers=numbers)
-            order.drain()  # games after one given up (Ray) are kept
-        report["simulations_per_s"] = round(run.simulations / max(run.seconds, 1e-9), 1)
-        if "ray_workers" in run.extra:  # where the games were played (this session's)
-            keys = ("ray_workers", "nodes", "worker_deaths", "replayed", "failed")
-            report["ray"] = {k: run.extra[k] for k in keys if k in run.extra}
-    records = [r for info in scan_shards([out]) for r in read_shard(info.path)]
+    if spend is None:
+        numbers = [n for n in range(target) if n not in written]
+        if numbers:
+            shown = _shown(progress, target - len(numbers), target)
+            report |= _play_games(runner, out, net_path, sp, iteration, numbers, shown, None)
+    else:
+        left, mean_cost = spend
+        cut = SpendCut(left, _records(out))
+        start = 0
+        while not cut.reached and cut.games < target:  # rounds: one, but where the budget ends
+            wanted = min(target - cut.games, cut.games_wanted(mean_cost))
+            numbers = [n for n in range(start, start + wanted + len(written)) if n not in written]
+            numbers = numbers[:wanted]
+            start = numbers[-1] + 1
+            before = cut.charged
+            shown = _shown(progress, cut.games, min(target, cut.games + wanted))
+            report |= _play_games(runner, out, net_path, sp, iteration, numbers, shown, cut)
+            if cut.charged == before:  # games that cost nothing (none searched): never ends
+                raise RuntimeError(f"{out}: {len(numbers)} games charged no evaluation")
+        if cut.reached:
+            report["budget_cut"] = True
+    records = _records(out)
     stats = selfplay_stats(records)
     stats["nscl"] = sp.search.nscl
     stats["temperature"] = sp.search.temperature
     stats |= report
     evaluations = sum(int(r.extra.get("simulations", 0)) for r in records)
     return {"selfplay": stats, "evaluations": evaluations}
+
+
+def _records(out: Path) -> list[GameRecord]:
+    """The games written under ``out``, in the order they were written."""
+    return [r for info in scan_shards([out]) for r in read_shard(info.path)] if out.exists() else []
+
+
+def _shown(progress: Progress, offset: int, total: int) -> Progress:
+    return lambda n, _: progress(offset + n, total)
+
+
+def _play_games(runner, out, net_path, sp, iteration, numbers, progress, cut) -> dict[str, Any]:
+    """Play the games ``numbers`` and write them in number order (those ``cut`` admits)."""
+    from frugalzero.expert.sfgames import InOrder, game_number
+
+    prefix = f"i{iteration}-s{sp.seed}-g"
+    with _writer(out, games_per_shard=len(numbers) + 1) as writer:  # InOrder closes the shards
+
+        def sink(record: GameRecord) -> None:
+            kept = record if cut is None else cut.admit(record)
+            if kept is not None:
+                writer.add(kept)
+
+        order = InOrder(sink, numbers, writer.flush, GAMES_PER_SHARD)
+
+        def on_game(record: GameRecord) -> None:
+            order.add(
+                game_number(prefix, f"i{iteration}-{record.game_id}"),
+                _with_id(record, f"i{iteration}-"),
+            )
+
+        def each(n: int) -> None:
+            progress(n, len(numbers))
+
+        run = runner.selfplay(net_path, sp, on_game, each, numbers=numbers)
+        order.drain()  # games after one given up (Ray) are kept
+    report: dict[str, Any] = {}
+    report["simulations_per_s"] = round(run.simulations / max(run.seconds, 1e-9), 1)
+    if "ray_workers" in run.extra:  # where the games were played (this session's)
+        keys = ("ray_workers", "nodes", "worker_deaths", "replayed", "failed")
+        report["ray"] = {k: run.extra[k] for k in keys if k in run.extra}
+    return report
 
 
 def _explore(

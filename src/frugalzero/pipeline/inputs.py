@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from frugalzero.data.methods import method
 from frugalzero.errors import UserError
 from frugalzero.pipeline.config import RunConfig
-
-# the engine each method plays, by the field of its config
-_ENGINES = {"sfgames": "sfgames.engine.command", "eps-explore": "explore.engine.command"}
 
 
 def check_inputs(config: RunConfig) -> None:
@@ -34,6 +32,9 @@ def check_inputs(config: RunConfig) -> None:
     for path in config.generate.pgn:
         if not Path(path).is_file():
             raise UserError(f"generate.pgn: {path}: no such PGN file")
+    for path in config.generate.prior:
+        if not Path(path).is_dir():
+            raise UserError(f"generate.prior: {path}: no such folder of shards")
     books = {
         "generate.openings": config.generate.openings,
         "selfplay.openings": config.selfplay.openings,
@@ -43,12 +44,12 @@ def check_inputs(config: RunConfig) -> None:
     for field, book in books.items():
         if book:
             _named(field, lambda book=book: load_book(book, limit=1))
-    field = _ENGINES.get(config.method)
-    if field and not config.ray:
+    row = method(config.method)
+    if row.engine and not config.ray:
         from frugalzero.expert.engine import resolve_command
 
-        section = config.sfgames if config.method == "sfgames" else config.explore
-        _named(field, lambda: resolve_command(section.engine.command))
+        section = getattr(config, row.section)
+        _named(row.engine, lambda: resolve_command(section.engine.command))
 
 
 def _named(field: str, check: Callable[[], object]) -> None:

@@ -24,6 +24,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from frugalzero import layout
+from frugalzero.data.methods import method
 from frugalzero.layout import INITIAL_NET, RunLayout
 from frugalzero.nn.checkpoint import NetMeta, load_net, save_net
 from frugalzero.output import to_json
@@ -174,7 +175,16 @@ class RunLoop:
 
             config = self.iteration_config()
             report = generate(
-                config, out, k, net_path, meta.net_id, s.nscl, update, self.runner, s.temperature
+                config,
+                out,
+                k,
+                net_path,
+                meta.net_id,
+                s.nscl,
+                update,
+                self.runner,
+                s.temperature,
+                self._spend_left(),
             )
         if s.current.get("fraction", 1.0) < 1:
             report["fraction"] = s.current["fraction"]
@@ -182,6 +192,17 @@ class RunLoop:
         s.positions += report.get("positions", 0)
         s.evaluations += report.get("evaluations", 0)
         self._next_step("train")
+
+    def _spend_left(self) -> tuple[int, float] | None:
+        """(evaluations left to the budget, a game's mean cost so far) where the budget counts
+        network evaluations: the iteration's games end where it does (``pipeline.spend``)."""
+        budget, s = self.config.budget, self.state
+        if not budget.evaluations:
+            return None
+        games = sum(r.games for r in s.iterations)
+        search = self.config.selfplay
+        mean = s.evaluations / games if games else search.search.simulations * search.max_plies / 2
+        return budget.evaluations - s.evaluations, mean
 
     def _trainer_for(self):
         """The trainer, set to this iteration's own settings (a cut iteration stopped mid-way
@@ -217,7 +238,7 @@ class RunLoop:
         else:
             train_sel, holdout_sel = fixed_holdout(
                 self.layout.train,
-                [self.layout.data_root],
+                [*self.config.generate.prior, self.layout.data_root],
                 self.config.train.validation_fraction,
                 self.config.train.validation_min_positions,
             )
@@ -297,7 +318,8 @@ class RunLoop:
         """search-contempt: raise N_scl when games get drawish ((w+l)/d below 1)."""
         raise_by = self.config.generate.nscl_raise
         stats = generation.get("selfplay", {})
-        if self.config.method != "contempt" or not raise_by or "w_plus_l_over_d" not in stats:
+        adapts = method(self.config.method).adapts
+        if adapts != "nscl" or not raise_by or "w_plus_l_over_d" not in stats:
             return
         ratio, nscl = stats["w_plus_l_over_d"], stats.get("nscl", 5.0)
         if ratio is not None and ratio < 1:
@@ -308,11 +330,8 @@ class RunLoop:
         """selfplay: raise the move temperature when games get drawish ((w+l)/d below 1)."""
         g = self.config.generate
         stats = generation.get("selfplay", {})
-        if (
-            self.config.method != "selfplay"
-            or not g.temperature_raise
-            or "temperature" not in stats
-        ):
+        adapts = method(self.config.method).adapts
+        if adapts != "temperature" or not g.temperature_raise or "temperature" not in stats:
             return
         ratio = stats.get("w_plus_l_over_d")
         if ratio is not None and ratio < 1 and stats["temperature"] < g.max_temperature:

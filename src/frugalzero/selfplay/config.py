@@ -76,6 +76,9 @@ class SelfPlayConfig:
     @property
     def method(self) -> str:
         """The record method name of this configuration."""
+        from frugalzero.data.methods import selfplay_method
+
         if self.search.gumbel:
-            return "gumbel"
-        return "contempt" if self.search.nscl != float("inf") else "selfplay"
+            return selfplay_method("gumbel").name
+        kind = "contempt" if self.search.nscl != float("inf") else "puct"
+        return selfplay_method(kind).name

@@ -27,6 +27,11 @@ from frugalzero.selfplay.game import GameStart, SelfPlayGame, game_starts
 if TYPE_CHECKING:
     from frugalzero.nn.server import ServerClient
 
+SEARCHES = "searches"
+"""A game record's ``extra`` key: the simulations of the search of each of its moves, comma-
+separated (0 for the book's moves; one more, where a search ended the game by resignation):
+what lets a budget counted in evaluations end inside a game (``pipeline.spend``)."""
+
 
 class _Slot:
     """One of a worker's concurrent games; takes the next start when its game ends."""
@@ -51,6 +56,9 @@ class _Slot:
     def _begin(self, start: GameStart) -> None:
         self.game = SelfPlayGame(start, self._config, self._net_id)
         self._sims = 0
+        # each move's search's simulations (0 for the book's moves), in order; one more where
+        # the game ended by resignation after a search
+        self._searches: list[int] = [0] * len(self.game.moves)
         self.tree = self.game.tree
 
     def on_search_done(self) -> bool:
@@ -59,6 +67,7 @@ class _Slot:
             self._stats["moves"] += 1
             self._stats["sims"] += self.tree.started
             self._sims += self.tree.started
+            self._searches.append(self.tree.started)
             if game.step():
                 return True
         record = game.record()
@@ -66,6 +75,7 @@ class _Slot:
         # simulation, cache hits included): a sum over the games that does not depend on which
         # session played them, for budgets counted in evaluations (``pipeline.generate``)
         record.extra["simulations"] = str(self._sims)
+        record.extra[SEARCHES] = ",".join(map(str, self._searches))
         self._done(record)
         self.tree.close()
         start = next(self._starts, None)
