@@ -121,6 +121,12 @@ def wdl_permille(value: float, draw: float | None = None) -> tuple[int, int, int
     return win, 1000 - win - loss, loss
 
 
+def value_to_winrate(value: Any) -> Any:
+    """The side to move's expected score in percent (draws half), of a value or an array:
+    KataGo's winrate, in which its backend tests count their errors (``nn.compare``)."""
+    return (value + 1.0) * 50.0
+
+
 def wdl_to_value(win: Any, loss: Any) -> Any:
     """Expected result of win/draw/loss probabilities (a draw counts zero)."""
     return win - loss

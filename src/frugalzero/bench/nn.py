@@ -1,13 +1,24 @@
-"""Network and evaluator throughput against the machine's matmul peak."""
+"""Network and evaluator throughput against the machine's matmul peak; --compare: precision error.
+
+With ``--compare PRECISION`` it times nothing: it runs the net at that precision and at the
+reference's (``--precision``, 'auto' by default) on held-out positions and prints how far the
+outputs are apart, as KataGo's ``testgpuerror`` does (``frugalzero.nn.compare``).
+"""
 
 from __future__ import annotations
 
 import argparse
 from collections import deque
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from frugalzero.nn.config import ARCHITECTURES
+from frugalzero.nn.shipped import NET_HELP
+
+HELDOUT = "benchmarks/results/history/heldout-games.jsonl"
+"""1,000 positions of Stockfish games no shipped net trained on, nor calibrated int8 on
+(benchmarks/history_fill.py)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         choices=["auto", "fp32", "bf16", "fp16", "int8"],
         help="int8 also times the net at 'auto' (bf16 on this kind of CPU) in the same rounds, "
-        "each against its own matmul peak: reference_*, over_reference",
+        "each against its own matmul peak: reference_*, over_reference; with --compare, the "
+        "reference's precision",
     )
     parser.add_argument("--backend", default="auto", choices=["auto", "process", "inline"])
     parser.add_argument("--compile", default="auto", choices=["auto", "on", "off"])
@@ -32,9 +44,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also time the net exported to ONNX in onnxruntime (CPU, same threads): "
         "onnx_positions_per_s, onnx_over_net",
     )
+    parser.add_argument(
+        "--compare",
+        choices=["fp32", "bf16", "fp16", "int8"],
+        help="time nothing: run the net at this precision and at --precision (the reference) on "
+        "--positions and print KataGo's testgpuerror statistics (winrate error and top policy "
+        "delta in points, policy KL; mean, p90, p99, max), the share of top moves changed, and "
+        "KataGo's gates (p99 winrate error <= 2, top policy delta <= 2.5, ...) with pass/fail",
+    )
+    parser.add_argument(
+        "--net",
+        help="with --compare: " + NET_HELP + " (default: the --arch net's random weights)",
+    )
+    parser.add_argument(
+        "--positions",
+        default=HELDOUT,
+        help="with --compare: JSON lines, each a game's 'moves' in UCI from the start position "
+        "(and optionally the 'fen' they reach), run with their history",
+    )
+    parser.add_argument("--limit", type=int, default=0, help="with --compare: first N positions")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.compare:
+        return compare(args)
     import torch
 
     from frugalzero.bench.timing import matmul_gflops, median
@@ -136,6 +169,117 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         **extra,
         "rounds": args.rounds,
     }
+
+
+def compare(args: argparse.Namespace) -> dict[str, Any]:
+    """The net at ``args.compare`` against the net at ``args.precision`` (the reference), each
+    as ``NetRunner`` runs it for an evaluator (its history rule, layout, compilation), on the
+    same positions: ``nn.compare``'s report."""
+    import torch
+
+    from frugalzero.nn import compare as stats
+    from frugalzero.nn.checkpoint import load_net
+    from frugalzero.nn.config import EvaluatorConfig, architecture
+    from frugalzero.nn.evaluator import pack_inputs
+    from frugalzero.nn.model import PolicyValueNet
+    from frugalzero.nn.runner import NetRunner
+    from frugalzero.nn.shipped import resolve_net_path
+    from frugalzero.runtime.cores import available_cores
+
+    inputs = read_positions(args.positions, args.limit)
+    if args.net:
+        net, meta = load_net(resolve_net_path(args.net))
+        name, net_id = args.net, meta.net_id
+    else:
+        torch.manual_seed(0)
+        net, name, net_id = PolicyValueNet(architecture(args.arch)).eval(), None, None
+    backend = args.backend
+    if backend == "auto":
+        backend = "process" if available_cores() >= 2 else "inline"
+    # compiled as an evaluator with these settings would compile it (the UCI engine: 'off')
+    compiles = args.compile == "on" or (args.compile == "auto" and backend == "process")
+    threads = args.threads or available_cores()
+    runners = {}
+    for side, precision in (("reference", args.precision), ("compared", args.compare)):
+        config = EvaluatorConfig(
+            device=args.device, precision=precision, compile=args.compile, cache_size=0
+        )
+        runners[side] = NetRunner(net, config, threads, compile=compiles)
+    parts = []
+    for start in range(0, len(inputs), args.batch):
+        batch = pack_inputs(inputs[start : start + args.batch])
+        ref_priors, ref_values, _ = runners["reference"].run(*batch)
+        priors, values, _ = runners["compared"].run(*batch)
+        parts.append(stats.position_errors(ref_values, ref_priors, values, priors))
+    ref, other = runners["reference"], runners["compared"]
+    result: dict[str, Any] = {
+        "net": name or f"random {args.arch}",
+        "net_id": net_id,
+        "arch": f"{net.config.blocks}x{net.config.filters}",
+        "positions_file": args.positions,
+        "precision": other.precision,
+        "reference_precision": ref.precision,
+        "compiled": other.compiled,
+        "reference_compiled": ref.compiled,
+        "int8_graph": other.int8_graph or ref.int8_graph,
+        "history_fill": ref.history_fill,
+        "device": str(ref.device),
+        "threads": threads,
+        **stats.report(stats.concatenate(parts)),
+    }
+    return _rounded(result)
+
+
+def read_positions(path: str, limit: int = 0) -> list:
+    """The positions of a JSON-lines file, each reached by its game's ``moves`` (UCI, from the
+    start position) so it keeps its history; a line's ``fen``, when given, must be the
+    position reached. ``limit``: the first N lines only (0: all)."""
+    import json
+
+    import chess
+
+    from frugalzero.chess.history import GameHistory
+    from frugalzero.errors import UserError
+
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UserError(
+            f"{path}: cannot read the positions ({exc.strerror}); see --positions"
+        ) from None
+    inputs = []
+    for number, line in enumerate(lines, 1):
+        if limit and len(inputs) >= limit:
+            break
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            history = GameHistory(chess.Board())
+            for uci in row["moves"]:
+                move = chess.Move.from_uci(uci)
+                if not history.board.is_legal(move):
+                    raise ValueError(f"illegal move {uci}")
+                history.push(move)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UserError(f"{path}:{number}: not a game's moves ({exc})") from None
+        if "fen" in row and history.board.fen() != row["fen"]:
+            raise UserError(f"{path}:{number}: its moves do not reach its fen")
+        if not any(history.board.legal_moves):
+            raise UserError(f"{path}:{number}: the game is over there (no legal move)")
+        inputs.append(history.net_input())
+    if not inputs:
+        raise UserError(f"{path}: no positions")
+    return inputs
+
+
+def _rounded(result: dict[str, Any]) -> dict[str, Any]:
+    """Figures to the digits that mean something: points to 3 decimals, KL to 4 significant."""
+    for key in ("winrate_error", "top_policy_delta"):
+        result[key] = {k: round(v, 3) for k, v in result[key].items()}
+    result["policy_kl"] = {k: float(f"{v:.4g}") for k, v in result["policy_kl"].items()}
+    result["top_move_changed_pct"] = round(result["top_move_changed_pct"], 2)
+    return result
 
 
 def _reference(reference, rounds: dict[str, list[float]], flops: int) -> dict:
