@@ -120,7 +120,7 @@ def test_int8_small_agrees_with_fp32_on_real_positions() -> None:
     inputs = calibration_positions(limit=256, offset=0.75)
     config = EvaluatorConfig(device="cpu", precision="int8", compile="on")
     int8 = NetRunner(net, config, threads=2, compile=True)
-    assert int8.compiled and int8.int8_graph == "compiled", "inductor could not compile it"
+    assert int8.compiled and int8.int8_graph == "aoti", "AOTInductor could not compile it"
     fp32 = NetRunner(net, EvaluatorConfig(device="cpu", precision="fp32"), threads=2)
     priors, values, _ = _run(int8, inputs)
     want_priors, want_values, _ = _run(fp32, inputs)

@@ -17,6 +17,12 @@ after ``setoption name Threads`` changed the number of inference processes (issu
 sequence: ``go nodes 50``, ``Threads 1``, ``go movetime 100``, then ``Threads 0`` and again).
 ``--reference-python`` launches another checkout's engine in the same rounds, alternated (a
 before-and-after on one loaded machine).
+
+``--precision auto,int8`` measures the engine at each precision in the same rounds (launches
+with ``--precision``, searches alternated), and each one's nodes/s over the first's, round by
+round (``int8_over_auto_nps``). The launches and searches use a cache folder of the bench's own,
+empty at first, so ``first_start_s`` is a first start (int8 quantizes and compiles the net
+there, then caches it) and ``start_s`` a second one (int8 loads the cached package).
 """
 
 from __future__ import annotations
@@ -46,6 +52,14 @@ POSITIONS = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--net", default="small", help=NET_HELP)
+    parser.add_argument(
+        "--precision",
+        default="auto",
+        type=_precisions,
+        help="the engine's Precision, or several separated by commas (e.g. auto,int8), each "
+        "launched and searched in the same rounds: one set of figures each under "
+        "'precisions', and each one's nodes/s over the first's (e.g. int8_over_auto_nps)",
+    )
     parser.add_argument("--seconds", type=float, default=1.0, help="search time per position")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved measurement rounds")
     parser.add_argument(
@@ -66,7 +80,95 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _precisions(text: str) -> list[str]:
+    from frugalzero.uci.searcher import PRECISION_CHOICES
+
+    names = text.split(",")
+    for name in names:
+        if name not in PRECISION_CHOICES:
+            raise argparse.ArgumentTypeError(
+                f"invalid precision {name!r} (choose from {', '.join(PRECISION_CHOICES)})"
+            )
+        if names.count(name) > 1:
+            raise argparse.ArgumentTypeError(f"precision {name!r} given twice")
+    return names
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every launch and search uses a cache folder of its own (``FRUGALZERO_CACHE``), empty at
+    first: the first launch of each precision is a first start (``first_start_s``: int8
+    quantizes and compiles there), the rounds' are second starts (``start_s``: int8 loads the
+    package the first one cached)."""
+    import os
+    import tempfile
+
+    from frugalzero.bench.timing import median
+
+    saved = os.environ.get("FRUGALZERO_CACHE")
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="frugalzero-bench-uci-") as cache:
+        os.environ["FRUGALZERO_CACHE"] = cache
+        try:
+            lifecycle = _lifecycle(args)
+            searched = _search(args)
+        finally:
+            if saved is None:
+                os.environ.pop("FRUGALZERO_CACHE", None)
+            else:
+                os.environ["FRUGALZERO_CACHE"] = saved
+    figures: dict[str, dict[str, Any]] = {}
+    for name in args.precision:
+        figures[name] = {**_lifecycle_figures("", lifecycle[name]), **searched[name]["figures"]}
+        figures[name]["first_start_s"] = round(lifecycle[f"first {name}"][0]["start_s"], 3)
+    common = {
+        "net": args.net,
+        "batch": searched["batch"],
+        "device": searched["device"],
+        "net_threads": searched["net_threads"],
+        "seconds_per_position": args.seconds,
+        "positions": searched["positions"],
+        "options": args.option,
+        "rounds": args.rounds,
+        "load_average": [round(x, 2) for x in load],
+    }
+    reference = (
+        _lifecycle_figures("reference_", lifecycle["reference"]) if "reference" in lifecycle else {}
+    )
+    first, *others = args.precision
+    if not others:
+        return {**figures[first], **reference, **common}
+    ratios = {}
+    for name in others:
+        nps = zip(searched[name]["rounds"], searched[first]["rounds"])
+        ratios[f"{name}_over_{first}_nps"] = round(median([a / b for a, b in nps]), 3)
+    return {**common, "precisions": figures, **ratios, **reference}
+
+
+def _lifecycle(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+    """Launches of ``frugalzero uci`` (each precision's first on the empty cache, then one a
+    round each, alternated with the reference's), before the in-process searches, which would
+    share the machine with them."""
+    from frugalzero.runtime.interpreter import own_code_env
+
+    def command(python: str, precision: str | None) -> list[str]:
+        flag = ["--precision", precision] if precision is not None else []
+        return [python, "-m", "frugalzero", "uci", "--net", args.net, *flag]
+
+    launches: dict[str, list[dict[str, Any]]] = {}
+    for name in args.precision:
+        launches[f"first {name}"] = [engine_lifecycle(command(sys.executable, name))]
+    for _ in range(args.rounds):
+        for name in args.precision:
+            launches.setdefault(name, []).append(engine_lifecycle(command(sys.executable, name)))
+        if args.reference_python:  # the engine as it was: no --precision
+            reference = engine_lifecycle(command(args.reference_python, None), own_code_env())
+            launches.setdefault("reference", []).append(reference)
+    return launches
+
+
+def _search(args: argparse.Namespace) -> dict[str, Any]:
+    """Each precision's engine in this process (its inference processes up), searching the
+    positions in turn, round by round, beside its bare network at every core."""
     import dataclasses
     import gc
 
@@ -76,36 +178,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from frugalzero.chess.history import GameHistory
     from frugalzero.nn.throughput import BareNet
     from frugalzero.runtime.cores import available_cores
-    from frugalzero.runtime.interpreter import own_code_env
     from frugalzero.uci import NetSearcher, SearchRequest
     from frugalzero.uci.timeman import TimeBudget
 
-    engines = {"": [sys.executable]}
-    if args.reference_python:
-        engines["reference_"] = [args.reference_python]
-    lifecycle: dict[str, list[dict[str, Any]]] = {prefix: [] for prefix in engines}
-    for _ in range(args.rounds):  # alternated, before the in-process engine starts
-        for prefix, python in engines.items():
-            command = [*python, "-m", "frugalzero", "uci", "--net", args.net]
-            env = None if prefix else own_code_env()  # the reference runs its own code
-            lifecycle[prefix].append(engine_lifecycle(command, env))
     fens = POSITIONS[: max(1, args.positions)]
     movetime = TimeBudget(args.seconds, args.seconds, managed=False)
     automatic = gc.isenabled()
-    searcher = NetSearcher(args.net)
-    for text in args.option:
-        name, _, value = text.partition("=")
-        searcher.set_option(name.strip(), value.strip())
+    cores = available_cores()
+    arms: dict[str, dict[str, Any]] = {}
     try:
-        evaluator = searcher.settle()  # the options' evaluator, its inference processes up
-        batch = searcher.batch
-        cores = available_cores()
-        net = searcher.net  # the engine's own (``default``: the one chosen for this machine)
-        config = dataclasses.replace(evaluator.config, threads=cores)
-        bare = BareNet(net, config, cores, batch, evaluator.compiled)
-        runner = bare.runner
+        for name in args.precision:
+            searcher = NetSearcher(args.net, precision=name)
+            arms[name] = {"searcher": searcher, "rounds": [], "net": [], "nodes": []}
+            for text in args.option:
+                option, _, value = text.partition("=")
+                searcher.set_option(option.strip(), value.strip())
+            evaluator = searcher.settle()  # the options' evaluator, its inference processes up
+            # the engine's own net (``default``: the one chosen for this machine), bare
+            config = dataclasses.replace(evaluator.config, threads=cores)
+            bare = BareNet(searcher.net, config, cores, searcher.batch, evaluator.compiled)
+            arms[name].update(evaluator=evaluator, bare=bare)
 
-        def search_round() -> tuple[float, int]:
+        def search_round(arm: dict[str, Any]) -> tuple[float, int]:
+            searcher, evaluator = arm["searcher"], arm["evaluator"]
             nodes = 0
             seconds = 0.0
             for fen in fens:
@@ -122,38 +217,40 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return nodes / seconds, nodes
 
         gc.disable()  # the engine's policy (frugalzero.uci.protocol.UciEngine.run)
-        search_round()  # warm-up: caches, allocators, the inference process
-        rounds: dict[str, list[float]] = {"nps": [], "net": [], "nodes": []}
+        for arm in arms.values():
+            search_round(arm)  # warm-up: caches, allocators, the inference processes
         for _ in range(args.rounds):
-            nps, nodes = search_round()
-            rounds["nps"].append(nps)
-            rounds["nodes"].append(nodes)
-            rounds["net"].append(bare.positions_per_s())
+            for arm in arms.values():
+                nps, nodes = search_round(arm)
+                arm["rounds"].append(nps)
+                arm["nodes"].append(nodes)
+                arm["net"].append(arm["bare"].positions_per_s())
     finally:
-        searcher.close()
+        for arm in arms.values():
+            arm["searcher"].close()
         if automatic:
             gc.enable()
-    figures: dict[str, Any] = {}
-    for prefix, rounds_of in lifecycle.items():
-        figures.update(_lifecycle_figures(prefix, rounds_of))
-    return {
-        **figures,
-        "net": args.net,
-        "batch": batch,
-        "device": str(runner.device),
-        "precision": runner.precision,
-        "compiled": runner.compiled,
-        "engine_processes": evaluator.config.servers,
-        "engine_threads_each": evaluator.threads,
-        "net_threads": cores,
-        "seconds_per_position": args.seconds,
-        "positions": len(fens),
-        "nps": round(median(rounds["nps"]), 1),
-        "net_positions_per_s": round(median(rounds["net"]), 1),
-        "nps_over_net": round(median([s / n for s, n in zip(rounds["nps"], rounds["net"])]), 3),
-        "options": args.option,
-        "rounds": args.rounds,
-    }
+    result: dict[str, Any] = {}
+    for name, arm in arms.items():
+        runner, evaluator = arm["bare"].runner, arm["evaluator"]
+        per_round = [s / n for s, n in zip(arm["rounds"], arm["net"])]
+        result[name] = {
+            "rounds": arm["rounds"],
+            "figures": {
+                "precision": runner.precision,
+                "compiled": runner.compiled,
+                **({"int8_graph": runner.int8_graph} if runner.int8_graph else {}),
+                "engine_processes": evaluator.config.servers,
+                "engine_threads_each": evaluator.threads,
+                "nps": round(median(arm["rounds"]), 1),
+                "net_positions_per_s": round(median(arm["net"]), 1),
+                "nps_over_net": round(median(per_round), 3),
+            },
+        }
+        result["batch"] = arm["searcher"].batch
+        result["device"] = str(runner.device)
+    result.update(net_threads=cores, positions=len(fens))
+    return result
 
 
 MOVETIME_MS = 100  # the short search timed after a Threads change

@@ -3,9 +3,11 @@
 Grammar: ``KIND[:PATH][?key=value&key=value...]``. The kinds:
 
 - ``net:PATH`` (``net:default``, ``net:small`` = the shipped nets): our network with our search;
-  ``nodes=1`` plays the raw policy. Other keys are search settings. Under a clock (``tc``)
-  the net plays through ``frugalzero uci`` instead, as GUI users meet it, and its other keys
-  are that engine's UCI options.
+  ``nodes=1`` plays the raw policy. Other keys are search and evaluator settings
+  (``precision=int8``). Under a clock (``tc``) the net plays through ``frugalzero uci``
+  instead, as GUI users meet it, and its other keys are that engine's UCI options, an
+  evaluator setting by the same name as under a node limit (``precision=int8`` sets
+  ``Precision``: ``_net_option``).
 - ``stockfish``: Debian's Stockfish 15.1; ``elo`` (1350-2850) sets UCI_LimitStrength and
   UCI_Elo, ``skill`` (0-20) the Skill Level.
 - ``fairy``: Debian's Fairy-Stockfish, whose ``skill`` goes down to -20 (far below Stockfish's
@@ -161,7 +163,7 @@ def parse_spec(text: str) -> EngineSpec:
                 f"engine {text!r}: net needs a file, e.g. net:default or net:my.safetensors"
             )
         if tc is not None:  # played by ``frugalzero uci``: the other keys are its options
-            options = {k: _option_value(v) for k, v in pairs.items() if k != "tc"}
+            options = {_net_option(k): _option_value(v) for k, v in pairs.items() if k != "tc"}
             return EngineSpec("net", path, options, tc=tc, name=canonical(kind, path, pairs))
         extra = {k: v for k, v in pairs.items() if k != "nodes"}
         unknown = sorted(set(pairs) & {"depth", "movetime"})
@@ -171,6 +173,17 @@ def parse_spec(text: str) -> EngineSpec:
             "net", path, nodes=limits.get("nodes"), params=extra, name=canonical(kind, path, pairs)
         )
     return _uci_spec(text, kind, path, pairs, limits, tc)
+
+
+def _net_option(key: str) -> str:
+    """A ``net:`` key under a clock as the option of ``frugalzero uci`` it sets: an evaluator
+    setting by the name it has under a node limit (``precision``, ``history_fill``,
+    ``cache_size``, ``threads``) becomes its UCI option (``uci.searcher.EVALUATOR_OPTIONS``:
+    ``Precision``, ``HistoryFill``, ...), so one key means one thing under both; any other key
+    names an option itself."""
+    from frugalzero.uci.searcher import EVALUATOR_OPTIONS
+
+    return {field: name for name, (field, _) in EVALUATOR_OPTIONS.items()}.get(key, key)
 
 
 def _time_control(text: str, pairs: dict[str, str], limits: dict[str, int]) -> TimeControl:

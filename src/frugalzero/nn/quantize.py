@@ -1,5 +1,6 @@
 """The network in int8 for a CPU (``EvaluatorConfig(precision="int8")``): PyTorch's PT2E static
-post-training quantization with torchao's ``X86InductorQuantizer``.
+post-training quantization with torchao's ``X86InductorQuantizer``, compiled ahead of time
+and cached per machine and per net.
 
 Chosen by measurement (benchmarks/int8/README.md): against ONNX Runtime and OpenVINO on the 2-core
 EPYC, it was the only runtime over 1.6x the bf16 net on both shipped nets with the best quality of
@@ -7,41 +8,52 @@ the three, and it stays a torch module in our own process: the same planes in, t
 logits, value) out, so the runner's batching, gather and softmax do not change.
 
 How: the float net is exported (``torch.export``, the batch dimension dynamic), observers are put
-in (``prepare_pt2e``: per-channel symmetric int8 weights, uint8 activations with histogram
-observers), the shipped calibration positions (``nn.calibration``: 512 positions of real games,
-the same on every machine) are run through it, and ``convert_pt2e`` makes the quantize /
-dequantize graph. Compiled by inductor with frozen weights (``NetRunner``) its patterns become
-oneDNN int8 convolutions and linear layers (VNNI, AMX-INT8) in generated code. Where the net is
-not compiled (``compile="off"``: the UCI engine, inline evaluators) or compiling fails,
-``lower_int8`` makes the same oneDNN int8 ops out of it without generating code (no C++
-compiler; measured on ``small``: 1.4-1.5x bf16 where the compiled graph is 1.7x); the
-reference graph itself, correct but slower than fp32, runs only where that fails too. What is
-not int8 between them (batch norm is folded in, the residual adds) runs in fp32.
+in, the shipped calibration positions (``nn.calibration``: 512 positions of real games, the same
+on every machine) are run through it, and it is converted to the quantize / dequantize graph
+(``nn.int8_backend.quantize``, where every torchao and private torch call lives). Compiled
+(``int8_model(net, compile=True)``), AOTInductor makes its patterns oneDNN int8 convolutions and
+linear layers (VNNI, AMX-INT8), the weights frozen and prepacked, in a shared library that
+``nn.int8_cache`` keeps per machine and per net: a second start loads it in milliseconds,
+without torchao, instead of quantizing (1-3 s, and 2 s to import torchao) and compiling
+(25 s for ``small`` on 2 cores). Not compiled, or where compiling fails (with a warning), the
+same oneDNN int8 ops run without generated code (``lower_int8``: 1.4-1.5x bf16 on ``small``
+where the compiled library is 1.7x); the reference graph itself, correct but slower than fp32,
+runs only where that fails too. What is not int8 between them (batch norm is folded in, the
+residual adds) runs in fp32.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import logging
+import hashlib
+import time
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from frugalzero.chess.encoding import HistoryFill, encode, frames_array
-
-# inductor's lowering of the int8 convolutions builds a tensor from a tensor: a harmless warning
-# at every compile of an int8 graph (a batch under 16 compiles a second one, when it first comes)
-warnings.filterwarnings(
-    "ignore",
-    message="To copy construct from a tensor",
-    category=UserWarning,
-    module=r"torch\._inductor\.mkldnn_lowerings",
-)
+from frugalzero.nn import int8_backend
 
 CALIBRATION_BATCH = 128
 """Positions a calibration forward pass (the export's example batch too)."""
+
+
+@dataclass
+class Int8Model:
+    """The int8 net as a runner calls it, and how it came to be."""
+
+    model: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+    graph: str
+    """'aoti' (the compiled package), 'lowered' (oneDNN's int8 ops, no generated code) or
+    'reference' (the quantize / dequantize graph, slower than fp32)."""
+    cached: bool = False
+    """'aoti' only: loaded from the machine's cache rather than built now."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds to quantize, compile, lower, or load from the cache."""
 
 
 @functools.cache
@@ -61,95 +73,100 @@ def calibration_planes(history_fill: HistoryFill) -> np.ndarray:
 def quantize_int8(net: torch.nn.Module, planes: np.ndarray | None = None) -> torch.fx.GraphModule:
     """``net`` (float32, eval mode; not changed) as a PT2E int8 graph calibrated on ``planes``
     (the shipped calibration positions by default), for any batch size."""
-    with _quiet_torchao():
-        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-        from torchao.quantization.pt2e.quantizer.x86_inductor_quantizer import (
-            X86InductorQuantizer,
-            get_default_x86_inductor_quantization_config,
-        )
-
     if planes is None:
         planes = calibration_planes(net.config.history_fill)
     calibration = torch.from_numpy(np.array(planes, dtype=np.float32))
-    example = calibration[:CALIBRATION_BATCH]
-    batch = torch.export.Dim("batch", min=1)
-    exported = torch.export.export(net, (example,), dynamic_shapes=({0: batch},)).module()
-    quantizer = X86InductorQuantizer()
-    quantizer.set_global(get_default_x86_inductor_quantization_config())
-    prepared = prepare_pt2e(exported, quantizer)
-    with torch.no_grad():
-        for chunk in calibration.split(CALIBRATION_BATCH):
-            prepared(chunk)
-    return convert_pt2e(prepared)
+    return int8_backend.quantize(net, calibration, CALIBRATION_BATCH)
 
 
 def lower_int8(
     quantized: torch.fx.GraphModule, example: torch.Tensor | None = None
 ) -> torch.fx.GraphModule:
-    """``quantize_int8``'s graph with its quantize / dequantize patterns replaced by oneDNN's int8
-    convolutions and linear layers, the weights packed once, and no code generated: torchao's
-    ``lower_pt2e_quantized_to_x86`` with the batch kept dynamic (any batch size, as the
-    evaluator's vary) and the flattening views made reshapes (oneDNN's outputs are channels-last,
-    which a view of the flat value-head input cannot take). Raises where the passes fail."""
-    from torch._export.utils import _is_cia_op
-    from torch._inductor.constant_folding import constant_fold
-    from torch._inductor.fx_passes.freezing_patterns import freezing_passes
-
-    with _quiet_torchao():
-        import torchao.quantization.pt2e.inductor_passes.x86  # noqa: F401  (its patterns)
-
+    """``quantize_int8``'s graph on oneDNN's int8 ops, no code generated
+    (``int8_backend.lower``); raises where the passes fail."""
     if example is None:  # for its shape only: the graph is calibrated already
         example = torch.from_numpy(np.array(calibration_planes("always")[:CALIBRATION_BATCH]))
-    table = torch.export.default_decompositions()
-    for op in list(table):
-        if not _is_cia_op(op):  # post-autograd: keep the primitive ops
-            del table[op]
-    batch = torch.export.Dim("batch", min=1)
-    with warnings.catch_warnings():  # torch's own deprecations inside export's deep copies
-        warnings.simplefilter("ignore", FutureWarning)
-        exported = torch.export.export(
-            quantized, (example,), dynamic_shapes=({0: batch},), strict=True
+    return int8_backend.lower(quantized, example)
+
+
+def int8_model(net: torch.nn.Module, compile: bool) -> Int8Model:
+    """``net`` (float32, eval mode, on the CPU; not changed) in int8 as a runner runs it: with
+    ``compile``, the AOTInductor package of this net from the machine's cache, or built now
+    (quantized and compiled) and cached; else, or where that fails (with a warning), lowered
+    to oneDNN's int8 ops; the reference graph where that fails too (with a warning). Only
+    building needs torchao: without it, a one-line UserError says how to install it."""
+    from frugalzero.errors import UserError
+    from frugalzero.runtime.device import can_compile
+
+    if compile:
+        problem = "no C++ compiler"
+        if can_compile(torch.device("cpu")):
+            try:
+                return _package(net)
+            except UserError:  # torchao missing, and no package built before
+                raise
+            except Exception as exc:
+                problem = _reason(exc)
+        warnings.warn(
+            f"evaluator: compiling the int8 net failed ({problem}); it runs uncompiled on "
+            "oneDNN's int8 ops, about 0.85x as fast",
+            RuntimeWarning,
+            stacklevel=3,
         )
-        lowered = exported.run_decompositions(table).module()
-    aten = torch.ops.aten
-    for node in lowered.graph.nodes:
-        if node.target == aten.t.default:  # as torchao does: the linear patterns want a permute
-            node.target, node.args = aten.permute.default, (node.args[0], [1, 0])
-    lowered.recompile()
-    with torch.no_grad():
-        freezing_passes(lowered, (example,))
-        constant_fold(lowered)
-    for node in lowered.graph.nodes:
-        if node.target == aten.view.default:
-            node.target = aten.reshape.default
-    lowered.recompile()
-    return lowered
-
-
-@contextlib.contextmanager
-def _quiet_torchao():
-    """torchao's import logs a warning for each of its CUDA kernel libraries that a CPU-only
-    machine cannot load, and torch one about an enum it registers: expected, and no concern of
-    a user of the CPU int8 net."""
-    loggers = [logging.getLogger(name) for name in ("torchao", "torch.utils._pytree")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.ERROR)
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    quantized = quantize_int8(net)
+    timings["quantize_s"] = time.perf_counter() - start
+    start = time.perf_counter()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
-
-
-@contextlib.contextmanager
-def quiet_compile():
-    """That warning kept out of an int8 compile even where a caller (pytest) has reset the
-    warning filters since this module's import."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message="To copy construct from a tensor", category=UserWarning
+        lowered = lower_int8(quantized)
+    except Exception as exc:
+        warnings.warn(
+            f"evaluator: the int8 net runs as its reference graph, slower than fp32 "
+            f"(lowering it to oneDNN int8 ops failed: {_reason(exc)})",
+            RuntimeWarning,
+            stacklevel=3,
         )
-        yield
+        return Int8Model(quantized, "reference", timings=timings)
+    timings["lower_s"] = time.perf_counter() - start
+    return Int8Model(lowered, "lowered", timings=timings)
+
+
+def _package(net: torch.nn.Module) -> Int8Model:
+    """The net's package from the cache, or quantized, compiled and cached now."""
+    from frugalzero.nn import int8_cache
+
+    timings: dict[str, float] = {}
+
+    def build(path: Path) -> None:
+        start = time.perf_counter()
+        quantized = quantize_int8(net)
+        timings["quantize_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        example = torch.from_numpy(
+            np.array(calibration_planes(net.config.history_fill)[:CALIBRATION_BATCH])
+        )
+        int8_backend.compile_package(quantized, example, path)
+        timings["compile_s"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    key = int8_cache.package_key(net, calibration_recipe())
+    model, built = int8_cache.cached_package(key, build, int8_backend.load_package)
+    if not built:
+        timings["load_s"] = time.perf_counter() - start
+    return Int8Model(model, "aoti", cached=not built, timings=timings)
+
+
+@functools.cache
+def calibration_recipe() -> dict[str, object]:
+    """What calibrates a net, for the cache's key: the asset's digest, how many positions and
+    how many a pass (the planes themselves follow from these and the net's history rule)."""
+    from frugalzero.nn.calibration import POSITIONS, asset_path
+
+    digest = hashlib.sha256(asset_path().read_bytes()).hexdigest()
+    return {"asset": digest, "positions": POSITIONS, "batch": CALIBRATION_BATCH}
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import time
-import warnings
 
 import numpy as np
 import torch
@@ -31,9 +30,10 @@ Output = tuple[np.ndarray, np.ndarray, np.ndarray | None]  # priors (N, L), valu
 class NetRunner:
     """A copy of a network on its device, with the precision and layout chosen once; the
     caller's network is never moved, converted or switched to eval mode. With precision 'int8'
-    the copy is quantized here, once (``nn.quantize``: calibrated on the shipped positions,
-    ``timings`` says how long it took), and compiled when ``compile``; uncompiled, or where
-    compiling fails (with a warning), it runs lowered to oneDNN's int8 ops (``int8_graph``)."""
+    the copy is quantized once (``nn.quantize``: calibrated on the shipped positions,
+    ``timings`` says how long it took) and, when ``compile``, compiled ahead of time and cached
+    on disk for the next start (``nn.int8_cache``); uncompiled, or where compiling fails (with
+    a warning), it runs lowered to oneDNN's int8 ops (``int8_graph``)."""
 
     def __init__(
         self, net: PolicyValueNet, config: EvaluatorConfig, threads: int, compile: bool = False
@@ -50,8 +50,9 @@ class NetRunner:
         self._model = self.net
         self.compiled = False
         self.forward_s = 0.0  # seconds in the network itself during run(): the rest is overhead
-        self.timings: dict[str, float] = {}  # int8: seconds to quantize, compile or lower
-        self.int8_graph: str | None = None  # int8: 'compiled', 'lowered' or 'reference'
+        self.timings: dict[str, float] = {}  # int8: seconds to quantize, compile, lower, load
+        self.int8_graph: str | None = None  # int8: 'aoti', 'lowered' or 'reference'
+        self.int8_cached = False  # int8: the package came from the machine's cache
         self._wants_compile = compile
         if self.precision == "int8":
             self._quantize()
@@ -70,85 +71,44 @@ class NetRunner:
         """What evaluation calls: the compiled net, or the net itself when not compiled."""
         return self._model
 
-    def _compile(self, module: torch.nn.Module | None = None, dynamic: bool = False) -> None:
-        """Compile ``module`` (the net by default) with a probe at batch 64; ``dynamic`` marks the
-        batch dimension as varying from the start, so the next batch size does not compile it a
-        second time (for int8, batches under 16 still get a graph of their own when one first
-        comes: the fake convolutions choose their layout by batch size there)."""
+    def _compile(self) -> None:
+        """Compile the net (torch.compile; int8 is compiled ahead of time instead, in
+        ``_quantize``) with a probe at batch 64."""
         planes = torch.zeros(64, self.net.config.input_planes, 8, 8)
         self._model, self.compiled = compile_module(
-            self.net if module is None else module,
+            self.net,
             self.device,
             freeze=self.frozen,
-            probe=lambda model: self._forward(model, planes, dynamic),
+            probe=lambda model: self._forward(model, planes),
         )
 
     def _quantize(self) -> None:
-        """The int8 graph of ``self.net``, compiled (the weights frozen in) when asked, else, or
-        where compiling fails, lowered to oneDNN's int8 ops; the reference graph where that
-        fails too. ``int8_graph`` says which runs."""
-        from frugalzero.nn.quantize import lower_int8, quantize_int8, quiet_compile
+        """The int8 net of ``self.net`` (``nn.quantize.int8_model``): with ``compile`` the
+        machine's cached AOTInductor package (built and cached when missing), else, or where
+        that fails, lowered to oneDNN's int8 ops. ``int8_graph`` says which runs."""
+        from frugalzero.nn.quantize import int8_model
 
-        start = time.perf_counter()
-        quantized = quantize_int8(self.net)
-        self.timings["quantize_s"] = time.perf_counter() - start
-        if self._wants_compile:
-            start = time.perf_counter()
-            with quiet_compile():
-                self._compile(quantized, dynamic=True)
-            self.timings["compile_s"] = time.perf_counter() - start
-            if self.compiled:
-                self.int8_graph = "compiled"
-                return
-        start = time.perf_counter()
-        try:
-            self._model, self.int8_graph = lower_int8(quantized), "lowered"
-            self.timings["lower_s"] = time.perf_counter() - start
-        except Exception as exc:
-            self._model, self.int8_graph = quantized, "reference"
-            reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"
-            warnings.warn(
-                f"evaluator: the int8 net runs as its reference graph, slower than fp32 "
-                f"(lowering it to oneDNN int8 ops failed: {reason})",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            return
-        if self._wants_compile:
-            warnings.warn(
-                "evaluator: compiling the int8 net failed; it runs uncompiled on oneDNN's int8 "
-                "ops, about 0.85x as fast",
-                RuntimeWarning,
-                stacklevel=3,
-            )
+        built = int8_model(self.net, compile=self._wants_compile)
+        self._model, self.int8_graph = built.model, built.graph
+        self.compiled = built.graph == "aoti"
+        self.int8_cached = built.cached
+        self.timings = built.timings
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.net.load_state_dict(state)  # in place: the compiled graph reads these tensors
         if self.precision == "int8":  # quantized (and compiled) again from the new weights
-            if self.compiled:
-                torch._dynamo.reset()
             self._quantize()
-        elif self.compiled and self.frozen:  # frozen weights are baked into the graph
-            torch._dynamo.reset()
-            self._compile()
+        elif self.compiled and self.frozen:  # frozen weights are baked into the graph:
+            self._compile()  # compiled again, this graph alone (``compile_module``)
 
     def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The network alone on ready planes, exactly as evaluation runs it."""
-        if self.int8_graph == "compiled" and planes.shape[0] == 1:
-            # its batch dimension is dynamic from 2 up: one position alone would compile a
-            # graph of its own (4-27 s), so it goes twice
-            policy, value = self._forward(self._model, planes.repeat(2, 1, 1, 1))
-            return policy[:1], value[:1]
         return self._forward(self._model, planes)
 
-    def _forward(
-        self, model, planes: torch.Tensor, dynamic: bool = False
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _forward(self, model, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = planes.to(self.device, non_blocking=True)
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        if dynamic:
-            torch._dynamo.mark_dynamic(x, 0)
         with torch.inference_mode(), autocast(self.device, self.dtype):
             return model(x)
 

@@ -115,17 +115,36 @@ def compile_module(
     (eager) where compiling cannot work. ``freeze`` bakes the weights in as constants
     (prepacked, batch norm folded; inference only, and global to inductor). ``probe`` is
     called once with the compiled model: if it raises, compiler trouble costs speed, not
-    correctness, and the eager module is returned."""
+    correctness, and the eager module is returned.
+
+    Frozen, what is compiled is a function of its own code (``_own_code``): torch.compile keeps
+    its graphs per code object, so compiling again after new weights were loaded in place
+    makes new graphs for them, where the old code's would serve the old constants, and leaves
+    every other compiled graph of the process alone (``torch._dynamo.reset()`` drops them all;
+    compiling the module again instead meets the recompile limit after a few new nets, and
+    then runs eager without a word)."""
     if not can_compile(device):
         return module, False
-    if freeze:
+    if freeze:  # inductor reads it outside a compile's own options: set for the process
         import torch._inductor.config as inductor
 
         inductor.freezing = True
-    model = torch.compile(module)
+        model = torch.compile(_own_code(module))
+    else:
+        model = torch.compile(module)
     if probe is not None:
         try:
             probe(model)
         except Exception:
             return module, False
     return model, True
+
+
+def _own_code(module: torch.nn.Module) -> Callable[..., Any]:
+    """A function that calls ``module``, with a code object no other function shares."""
+
+    def forward(*args: Any) -> Any:
+        return module(*args)
+
+    forward.__code__ = forward.__code__.replace()  # a copy: a cache of compiled graphs its own
+    return forward

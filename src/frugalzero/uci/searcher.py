@@ -24,11 +24,12 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 import numpy as np
 
 from frugalzero.chess.encoding import HISTORY_FILLS
+from frugalzero.nn.config import EvaluatorConfig
 from frugalzero.runtime.memory import MB, machine_memory
 from frugalzero.search import (
     NativeTree,
@@ -54,6 +55,8 @@ from frugalzero.values import search_score, uci_score, wdl_permille
 INFO_INTERVAL = 0.5  # seconds between info lines
 HISTORY_FILL_CHOICES = ("net", *HISTORY_FILLS)
 """``HistoryFill`` (lc0's name): the net's own rule for missing history steps, or another."""
+PRECISION_CHOICES: tuple[str, ...] = get_args(get_type_hints(EvaluatorConfig)["precision"])
+"""``Precision`` (``frugalzero uci --precision``): ``EvaluatorConfig.precision``'s values."""
 CACHE_SIZE = 200_000  # positions the evaluator's cache keeps unless NNCacheSize says otherwise
 ALL_LINES = 256  # more than any position's legal moves
 PLAY = SearchConfig().for_play()  # the play profile: the search matches and the ladder play
@@ -69,6 +72,7 @@ EVALUATOR_OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "Threads": ("threads", int),
     "NNCacheSize": ("cache_size", int),
     "HistoryFill": ("history_fill", str),
+    "Precision": ("precision", str),
 }
 """The options that set the evaluator: option -> (``uci.network.NetSettings`` field, its
 value from the option's text). Set between searches, taken at the next search's start, built
@@ -82,7 +86,9 @@ def default_ram_limit_mb() -> int:
     return max(1, machine_memory() // RAM_SHARE // MB)
 
 
-def searcher_options(default_nodes: int, ram_limit_mb: int | None = None) -> list[Option]:
+def searcher_options(
+    default_nodes: int, ram_limit_mb: int | None = None, precision: str = "auto"
+) -> list[Option]:
     """The searcher's UCI options, with the defaults ``frugalzero uci``'s flags give (their
     values are checked by these options' own ``check``)."""
     ram_limit = ram_limit_mb or default_ram_limit_mb()
@@ -96,6 +102,7 @@ def searcher_options(default_nodes: int, ram_limit_mb: int | None = None) -> lis
         Option("UCI_ShowWDL", "check", "false"),
         Option("NNCacheSize", "spin", str(CACHE_SIZE), 0, 10_000_000),
         Option("HistoryFill", "combo", "net", choices=HISTORY_FILL_CHOICES),
+        Option("Precision", "combo", precision, choices=PRECISION_CHOICES),
         Option("RamLimitMb", "spin", str(ram_limit), 1, max(ram_limit, machine_memory() // MB)),
     ]
 
@@ -128,6 +135,7 @@ class NetSearcher:
         default_nodes: int = DEFAULT_NODES,
         seed: int = 0,
         ram_limit_mb: int | None = None,
+        precision: str = "auto",
     ) -> None:
         self.net_spec = net
         self.nodes = default_nodes
@@ -141,7 +149,8 @@ class NetSearcher:
         self.tree: NativeTree | None = None
         self._evaluator = None  # the one the last search took (its info lines' hashfull)
         self._problems_said = 0  # the network's problems said in info strings so far
-        self.network = EngineNetwork(NetSettings(net, cache_size=CACHE_SIZE), self.batch)
+        settings = NetSettings(net, cache_size=CACHE_SIZE, precision=precision)
+        self.network = EngineNetwork(settings, self.batch)
 
     # -- network ------------------------------------------------------------------------------
     def wait_ready(self) -> None:
