@@ -3,8 +3,7 @@
 # "The machine"): its own session, whose scheduling group gets nice 19 (with the kernel's
 # autogroups a plain `nice` ranks a process only within its own session), its output in
 # runs/logs/NAME-DATE.log, where NAME is the command's second word or the script's name.
-#   benchmarks/background.sh .venv/bin/frugalzero experiment pilot --dir runs/experiments/pilot \
-#       --record benchmarks/results/experiments/pilot
+#   benchmarks/background.sh benchmarks/compare.sh pilot-trunk
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: benchmarks/background.sh COMMAND [ARGS...]" >&2; exit 2; }

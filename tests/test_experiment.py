@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from frugalzero.errors import UserError
-from frugalzero.experiment.spec import SPECS, ExperimentSpec, load_spec
+from frugalzero.experiment.results import ArmResult, ExperimentResult, KeptNet, UnitResult
+from frugalzero.experiment.spec import SPECS, ExperimentSpec, Unit, load_spec
 from frugalzero.experiment.verdict import (
     compare,
     interval,
@@ -90,29 +91,35 @@ def test_each_arm_seed_is_its_arm_with_the_seeds_shared_by_every_arm(tmp_path) -
 
     spec = load_spec("smoke")
     exp = Experiment(spec, SMOKE, tmp_path / "exp", Console(quiet=True))
-    puct, contempt = (exp.run_config(arm, 1) for arm in spec.arm)
+    puct, contempt = (exp.run_config(arm, Unit(1)) for arm in spec.arm)
     assert (puct.method, contempt.method) == ("selfplay", "contempt")
     assert puct.seed == contempt.seed == 1 and puct.net.seed == contempt.net.seed == 1
     assert puct.budget.evaluations == 3000 and puct.budget.iterations == 0
     assert contempt.selfplay.search.nscl == 5 and puct.selfplay.search.simulations == 8
     assert puct.evaluation.games_vs_best == 0  # the experiment rates the nets itself
-    assert exp.run_config(spec.arm[0], 0).seed == 0
+    assert exp.run_config(spec.arm[0], Unit(0)).seed == 0
 
 
-def test_the_next_iteration_goes_to_the_arm_seed_that_spent_least(tmp_path, monkeypatch):
+def test_units_run_in_order_and_within_one_the_arm_that_spent_least(tmp_path, monkeypatch):
+    """A unit's arms finish before the next unit starts (a stopped experiment has whole pairs);
+    within it, the arm that has spent least goes next (ties: arm order)."""
     from rich.console import Console
 
     from frugalzero.experiment.runner import Experiment
 
     spec = load_spec("smoke")
     exp = Experiment(spec, SMOKE, tmp_path / "exp", Console(quiet=True))
-    spent = {("puct", 0): 10, ("contempt", 0): 5, ("puct", 1): 5, ("contempt", 1): 7}
-    monkeypatch.setattr(exp, "spent", lambda arm, seed: spent[(arm.name, seed)])
-    arm, seed = exp.next_key()
-    assert (arm.name, seed) == ("contempt", 0)  # ties: the first seed, then the first arm
-    exp.progress(arm, seed).done = True
-    arm, seed = exp.next_key()
-    assert (arm.name, seed) == ("puct", 1)
+    spent = {("puct", 0): 10, ("contempt", 0): 5, ("puct", 1): 0, ("contempt", 1): 0}
+    monkeypatch.setattr(exp, "spent", lambda arm, unit: spent[(arm.name, unit.seed)])
+    arm, unit = exp.next_key()
+    assert (arm.name, unit) == ("contempt", Unit(0))  # not seed 1's, which spent nothing
+    spent[("contempt", 0)] = 10
+    arm, unit = exp.next_key()
+    assert (arm.name, unit) == ("puct", Unit(0))  # a tie: the first arm
+    for arm in spec.arm:
+        exp.progress(arm, Unit(0)).done = True
+    arm, unit = exp.next_key()
+    assert (arm.name, unit) == ("puct", Unit(1))
 
 
 # -- bad input, found before anything is written ----------------------------------------------
@@ -245,34 +252,35 @@ def test_an_interval_is_students_t_on_the_spread_which_holds_the_rating_error() 
     assert one == pytest.approx((50.0, 50 - 19.6, 50 + 19.6), abs=0.01)
 
 
-def _arm(name: str, elos: dict[int, float | None], sigma: float = 5.0) -> dict[str, Any]:
+def _arm(name: str, elos: dict[int, float | None], sigma: float = 5.0) -> ArmResult:
     seeds = []
     for seed, elo in elos.items():
-        kept = [{"checkpoint": 0, "evaluations": 0, "elo": 500.0, "sigma": sigma}]
-        kept.append({"checkpoint": 100, "evaluations": 110, "elo": elo, "sigma": sigma})
-        seeds.append({"seed": seed, "kept": kept})
-    return {"name": name, "seeds": seeds}
+        kept = [KeptNet(0, evaluations=0, elo=500.0, sigma=sigma)]
+        kept.append(KeptNet(100, evaluations=110, elo=elo, sigma=None if elo is None else sigma))
+        seeds.append(UnitResult(seed=seed, unit=f"seed-{seed}", kept=kept))
+    return ArmResult(name=name, seeds=seeds)
 
 
 def test_paired_differences_decide_better_worse_or_inconclusive() -> None:
     base = _arm("puct", {0: 600, 1: 700, 2: 650})
     better = compare(_arm("c", {0: 700, 1: 805, 2: 748}), base, 100, 0.95)
-    assert better["conclusion"] == "better" and better["differences"] == [100, 105, 98]
-    assert better["pairs"] == 3 and better["ci95"][0] > 0
+    assert better.conclusion == "better" and better.differences == [100, 105, 98]
+    assert better.pairs == 3 and better.ci95[0] > 0
+    assert better.units == ["seed-0", "seed-1", "seed-2"]
     worse = compare(_arm("c", {0: 500, 1: 601, 2: 548}), base, 100, 0.95)
-    assert worse["conclusion"] == "worse"
+    assert worse.conclusion == "worse"
     noisy = compare(_arm("c", {0: 900, 1: 500, 2: 650}), base, 100, 0.95)
-    assert noisy["conclusion"] == "inconclusive" and noisy["ci95"][0] < 0 < noisy["ci95"][1]
+    assert noisy.conclusion == "inconclusive" and noisy.ci95[0] < 0 < noisy.ci95[1]
     partial = compare(_arm("c", {0: 700, 1: None, 5: 800}), base, 100, 0.95)
-    assert partial["pairs"] == 1  # seed 1 unrated, seed 5 has no baseline
+    assert partial.pairs == 1  # seed 1 unrated, seed 5 has no baseline
     none = compare(_arm("c", {1: None}), base, 100, 0.95)
-    assert none["conclusion"] == "not yet rated" and none["difference"] is None
+    assert none.conclusion == "not yet rated" and none.difference is None
 
 
 def test_the_mean_curve_averages_the_seeds_rated_at_each_checkpoint() -> None:
-    curve = mean_curve(_arm("a", {0: 600, 1: 700, 2: None})["seeds"], 0.95)
-    assert [c["seeds"] for c in curve] == [3, 2]
-    assert curve[1]["elo"] == 650 and curve[1]["evaluations"] == 110
+    curve = mean_curve(_arm("a", {0: 600, 1: 700, 2: None}).seeds, 0.95)
+    assert [c.seeds for c in curve] == [3, 2]
+    assert curve[1].elo == 650 and curve[1].evaluations == 110
 
 
 def test_the_verdict_states_the_rule_and_the_effect_it_can_detect() -> None:
@@ -281,24 +289,72 @@ def test_the_verdict_states_the_rule_and_the_effect_it_can_detect() -> None:
     spec = load_spec("smoke")
     arms = [_arm("puct", {0: 600, 1: 700}), _arm("contempt", {0: 650, 1: 760})]
     for arm in arms:
-        for seed in arm["seeds"]:
-            seed["kept"][1]["checkpoint"] = spec.checkpoints()[-1]
+        for seed in arm.seeds:
+            seed.kept[1].checkpoint = spec.checkpoints()[-1]
     result = verdict(spec, arms, complete=True)
-    assert result["comparisons"][0]["difference"] == 55.0
-    assert "contempt vs puct: +55 Elo" in result["text"] and "inconclusive" in result["text"]
+    assert result.comparisons[0].difference == 55.0
+    assert "contempt vs puct: +55 Elo" in result.text and "inconclusive" in result.text
     # the MDE holds the rating protocol's error: 4 games a net against one anchor
     error = protocol_rating_error(spec)
     assert error == pytest.approx(math.sqrt(2) * 800 / math.log(10) / math.sqrt(4))
-    assert result["rating_error_sd"] == pytest.approx(error, abs=0.1)
+    assert result.rating_error_sd == pytest.approx(error, abs=0.1)
     mde = minimum_detectable_effect(2, 120, 0.95, 0.8, error)
-    assert result["mde_elo"] == pytest.approx(mde, abs=0.1)
+    assert result.mde_elo == pytest.approx(mde, abs=0.1)
     assert mde > minimum_detectable_effect(2, 120, 0.95, 0.8)
-    comparison = result["comparisons"][0]  # the seed spread and the rating error, apart
-    assert comparison["rating_error_sd"] == pytest.approx(5 * math.sqrt(2), abs=0.1)
-    assert comparison["spread_sd"] == pytest.approx(math.sqrt(50), abs=0.1)
-    assert "rating error 7 a pair" in result["text"]
-    assert "so far" in verdict(spec, arms, complete=False)["text"]
+    comparison = result.comparisons[0]  # the seed spread and the rating error, apart
+    assert comparison.rating_error_sd == pytest.approx(5 * math.sqrt(2), abs=0.1)
+    assert comparison.spread_sd == pytest.approx(math.sqrt(50), abs=0.1)
+    assert "rating error 7 a pair" in result.text
+    assert "so far" in verdict(spec, arms, complete=False).text
     assert isinstance(spec, ExperimentSpec)
+
+
+# -- no path of this machine in a record -------------------------------------------------------
+def _paths_in_records(directory: Path) -> list[str]:
+    """``FILE: PATH`` for each record of the experiment in ``directory`` (experiment.json, the
+    page, every rating game and head-to-head count; not state.json, the machine's own) that
+    holds a path of this machine: the experiment's, the home directory's or one in /tmp/."""
+    paths = sorted({str(directory), str(directory.resolve()), str(Path.home()), "/tmp/"})
+    ratings = directory / "ratings"
+    files = [directory / "experiment.json", directory / "experiment.html"]
+    files += sorted(ratings.rglob("*.pgn")) + sorted(ratings.glob("head-to-head/*.json"))
+    found = []
+    for file in files:
+        text = file.read_text(encoding="utf-8") if file.is_file() else ""
+        found += [f"{file.relative_to(directory)}: {p}" for p in paths if p in text]
+    return found
+
+
+def test_a_player_named_by_its_path_is_found_in_the_records(tmp_path) -> None:
+    """The check every experiment's records pass (above and in the killed experiment below):
+    a player named by arm, unit and net passes; one named by its net's path, as players were
+    before, is found in each record that carries it."""
+    from frugalzero.experiment.page import write_page
+
+    directory = tmp_path / "exp"
+    net = KeptNet(0, net="nets/iter-0000.safetensors", net_id="ab12", player="seed-0/start")
+    unit = UnitResult(seed=0, unit="seed-0", dir="arms/puct/seed-0", kept=[net])
+    results = ExperimentResult(name="x", arms=[ArmResult("puct", seeds=[unit])])
+
+    def write(player: str) -> list[str]:
+        net.player = player
+        (directory / "ratings" / "head-to-head").mkdir(parents=True, exist_ok=True)
+        (directory / "experiment.json").write_text(results.to_json())
+        write_page(results, directory / "experiment.html")
+        game = f'[White "{player}"]\n[Black "random"]\n[Result "1-0"]\n\n1-0\n'
+        (directory / "ratings" / "ab12-vs-random.pgn").write_text(game)
+        counts = {"arm": player, "baseline": "puct/seed-0/iter-0001", "pentanomial": [0] * 5}
+        (directory / "ratings" / "head-to-head" / "seed-0-c.json").write_text(json.dumps(counts))
+        return _paths_in_records(directory)
+
+    assert write("seed-0/start") == []
+    path = directory.resolve() / "arms" / "puct" / "seed-0" / "nets" / "iter-0000.safetensors"
+    found = write(f"net:{path}")
+    assert {f.split(": ")[0] for f in found} == {
+        "experiment.json",
+        "ratings/ab12-vs-random.pgn",
+        "ratings/head-to-head/seed-0-c.json",
+    }
 
 
 # -- killed at seeded moments -------------------------------------------------------------------
@@ -369,6 +425,8 @@ def test_an_experiment_killed_many_times_ends_as_one_never_killed(tmp_path) -> N
     assert _comparable(killed, killed_dir) == _comparable(clean, tmp_path / "clean")
     record = json.loads((killed_dir.parent / "record" / "experiment.json").read_text())
     assert _comparable(record, killed_dir) == _comparable(clean, tmp_path / "clean")
+    for directory in (tmp_path / "clean", killed_dir, killed_dir.parent / "record"):
+        assert _paths_in_records(directory) == []  # players are named by arm, unit and net
     arms = clean["arms"]
     assert all(len(s["kept"]) == 3 for a in arms for s in a["seeds"])  # initial + 2 points
     assert all(k["elo"] is not None for a in arms for s in a["seeds"] for k in s["kept"])
@@ -385,9 +443,11 @@ def test_the_record_is_kept_beside_the_experiment_from_its_first_step(tmp_path) 
         load_spec("smoke"), SMOKE, tmp_path / "exp", Console(quiet=True), record=record
     )
     results = exp.write()  # nothing run yet: every seed unrated, the verdict "not yet rated"
-    assert not results["complete"]
-    assert results["verdict"]["comparisons"][0]["conclusion"] == "not yet rated"
-    assert json.loads((record / "experiment.json").read_text()) == results
+    assert not results.complete and results.verdict is not None
+    assert results.verdict.comparisons[0].conclusion == "not yet rated"
+    assert json.loads((record / "experiment.json").read_text()) == results.to_dict()
+    assert [u.label for u in results.arms[0].seeds] == ["seed-0", "seed-1"]
+    assert _paths_in_records(tmp_path / "exp") == [] and _paths_in_records(record) == []
     assert (record / "spec.toml").read_text() == SMOKE.read_text()
     assert (record / "experiment.html").read_text() == (
         tmp_path / "exp/experiment.html"

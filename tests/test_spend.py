@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from frugalzero.config import load_config
 from frugalzero.data.methods import BY_NAME, NAMES, TABLE, method
 from frugalzero.data.records import METHODS, GameRecord, PlyTarget
-from frugalzero.data.shards import read_shard, scan_shards
 from frugalzero.errors import UserError
 from frugalzero.pipeline.config import Method, RunConfig
-from frugalzero.pipeline.loop import RunLoop
 from frugalzero.pipeline.spend import SpendCut, charged, cut_game, searches
 from frugalzero.selfplay.play import SEARCHES
 
@@ -72,41 +69,5 @@ def test_a_budget_of_evaluations_is_refused_for_a_method_that_counts_none() -> N
         load_config(RunConfig, "smoke", ["budget.evaluations=1000"])
 
 
-TINY = [
-    "method=selfplay",
-    "budget.iterations=0",
-    "budget.evaluations=2500",
-    "generate.games=6",
-    "selfplay.search.simulations=8",
-    "selfplay.max_plies=40",
-    "selfplay.concurrent=6",
-    "selfplay.workers=1",
-    "selfplay.evaluator.backend='inline'",
-    "evaluation.games_vs_random=0",
-    "evaluation.games_vs_best=0",
-    "evaluation.final_games=0",
-    "train.epochs=1",
-]
-
-
-@pytest.mark.slow
-def test_a_run_is_charged_exactly_its_budget_and_trains_on_nothing_past_it(tmp_path) -> None:
-    config = load_config(RunConfig, "smoke", TINY)
-    loop = RunLoop(config, tmp_path / "run", Console(quiet=True))
-    loop.run()
-    state = loop.state
-    assert state.finished and state.evaluations == 2500
-    assert sum(r.generation["evaluations"] for r in state.iterations) == 2500
-    last = state.iterations[-1]
-    assert last.generation["selfplay"]["budget_cut"]
-    games = [
-        r for info in scan_shards([tmp_path / "run" / "data" / "iter-0002"])
-        for r in read_shard(info.path)
-    ]  # fmt: skip
-    assert sum(charged(g) for g in games) == 2500 - state.iterations[0].generation["evaluations"]
-    cut = games[-1]
-    assert "cut" in cut.extra  # the game that reached the budget, cut there
-    kept = len(searches(cut))  # moves whose search was made within the budget
-    assert sum(searches(cut)) <= charged(cut) and kept < len(cut.moves)
-    assert all(t is None for t in cut.targets[kept:])
-    assert all("cut" not in g.extra for g in games[:-1])
+# A run's data cut at its budget, in real games: tests/test_experiment_fork.py (every arm-unit
+# of a forked experiment charged exactly its budget, the cut game's targets past it dropped).

@@ -46,12 +46,16 @@ def _run(args: argparse.Namespace) -> int:
     console.print(f"experiment {spec.name} in {directory}")
     results = experiment.run()
     if args.json:
-        print(to_json(results["verdict"]), flush=True)
+        print(to_json(results.to_dict()["verdict"]), flush=True)
         return 0
+    import sys
+
     from rich.console import Console
 
-    out = Console()
+    # a log (not a terminal) gets the whole table: rich would fit it to 80 columns
+    out = Console() if sys.stdout.isatty() else Console(width=160)
     out.print(summary_table(results))
-    print(f"\n{results['verdict']['text']}")
+    if results.verdict is not None:
+        print(f"\n{results.verdict.text}")
     print(f"see it: {directory / PAGE} (open it in a browser)")
     return 0

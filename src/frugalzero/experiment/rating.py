@@ -5,15 +5,29 @@ at their calibrated ladder ratings, gives every net its Elo and error.
 A net is rated once, by its id (the arms of one seed share their initial net). Its games go to
 ``ratings/NET_ID-vs-ANCHOR.pgn``, written under a temporary name until the match is complete, so
 a killed match is played again whole, and from these files the ratings recompute.
+
+The difference the verdict uses is measured directly where the spec asks for it: each arm's
+final net plays its baseline's of the same unit (``ratings/head-to-head/UNIT-ARM.pgn`` and
+``.json``, the pentanomial counts of the pairs), which for the same games is far more precise
+than two ratings against anchors (each anchor game informs one net; each of these, both).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from frugalzero.errors import UserError
 from frugalzero.experiment.spec import RatingSpec
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from frugalzero.evaluate.specs import EngineSpec
+
+HEAD_TO_HEAD = "head-to-head"
 
 
 def anchor_ratings(rating: RatingSpec) -> dict[str, float]:
@@ -48,7 +62,11 @@ def match_file(directory: Path, net_id: str, anchor: str) -> Path:
 
 
 def rate_net(
-    directory: Path, net_id: str, spec: str, rating: RatingSpec, anchors: dict[str, float]
+    directory: Path,
+    net_id: str,
+    spec: str | EngineSpec,
+    rating: RatingSpec,
+    anchors: dict[str, float],
 ) -> None:
     """Play the net ``spec`` (id ``net_id``) against each anchor it has not finished a match
     with; the opening seed depends only on the anchor, so every net meets the same openings."""
@@ -80,3 +98,58 @@ def ratings(directory: Path, anchors: dict[str, float]):
     pgns = sorted(directory.glob("*.pgn")) if directory.exists() else []
     games = list(read_results(pgns))
     return mle_ratings(games, anchors=anchors) if games else None
+
+
+def play_head_to_head(
+    directory: Path,
+    name: str,
+    arm: EngineSpec,
+    baseline: EngineSpec,
+    rating: RatingSpec,
+    seed: int,
+    console: Console,
+) -> None:
+    """``arm`` against ``baseline`` (``rating.head_to_head`` games in colour-swapped pairs from
+    the openings of ``seed``), unless that match is finished: its PGN and its counts in
+    ``directory/head-to-head/NAME.*``, written once it is complete."""
+    from frugalzero.evaluate.match import MatchConfig, play_match
+    from frugalzero.output import to_json
+    from frugalzero.runtime.files import atomic_write_text
+
+    folder = directory / HEAD_TO_HEAD
+    final = folder / f"{_slug(name)}.json"
+    if final.exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    pgn = final.with_suffix(".pgn")
+    partial = pgn.with_name(pgn.name + ".partial")
+    partial.unlink(missing_ok=True)
+    config = MatchConfig(
+        games=rating.head_to_head,
+        noise_plies=rating.opening_plies,
+        seed=seed,
+        pgn=str(partial),
+        event=f"frugalzero experiment head-to-head: {name}",
+    )
+    console.print(f"head-to-head {arm.name} vs {baseline.name} ({rating.head_to_head} games)")
+    result = play_match(arm, baseline, config)
+    partial.rename(pgn)
+    tally = result.tally
+    counts = {
+        "arm": arm.name,
+        "baseline": baseline.name,
+        "wins": tally.wins,
+        "draws": tally.draws,
+        "losses": tally.losses,
+        "pentanomial": list(tally.pentanomial),
+    }
+    atomic_write_text(final, to_json(counts, indent=1) + "\n")
+
+
+def head_to_head_counts(directory: Path, name: str) -> list[int] | None:
+    """The pentanomial counts of a finished head-to-head match (the arm's pairs scoring 0, 1/2,
+    1, 3/2, 2), None before it is."""
+    path = directory / HEAD_TO_HEAD / f"{_slug(name)}.json"
+    if not path.exists():
+        return None
+    return [int(x) for x in json.loads(path.read_text(encoding="utf-8"))["pentanomial"]]

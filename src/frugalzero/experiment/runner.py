@@ -1,17 +1,24 @@
-"""``frugalzero experiment``: every arm-seed an ordinary run, advanced an iteration at a time.
+"""``frugalzero experiment``: every arm of every unit an ordinary run, an iteration at a time.
 
-The directory holds ``spec.toml`` (the spec as given), ``state.json`` (the spec's hash, the
-arms' presets' values and each arm-seed's CPU seconds), ``arms/ARM/seed-K/`` (a ``frugalzero
-run`` directory each), ``ratings/`` (every rated net's games, from which the ratings
-recompute), ``experiment.json`` and ``experiment.html``. Everything the spec names and every
-path it writes is checked before the first of these is written (``Experiment._check``).
+A unit (``spec.Unit``) is what the arms are compared on: a seed from nothing, or a fork of a
+shared state (a trunk run's checkpoint, a given net) with a seed. The directory holds
+``spec.toml`` (the spec as given), ``state.json`` (the spec's hash, the arms' presets' values
+and each arm-unit's CPU seconds), ``trunk/`` (the trunk's run, when the spec forks from one),
+``forks/point-P/`` (a trunk checkpoint's net and the list of its data: what its forks start
+from), ``arms/ARM/UNIT/`` (a ``frugalzero run`` directory each), ``ratings/`` (every rated
+net's games against the anchors, and ``head-to-head/``: each unit's arms against its
+baseline, from which the ratings recompute), ``experiment.json`` and ``experiment.html``.
+Everything the spec names and every path it writes is checked before the first of these is
+written (``Experiment._check``).
 
-The next iteration always goes to the arm-seed that has spent least (ties: seed, then arm
-order), so an interrupted experiment has comparable progress in every arm, and the order is a
-function of what is on disk. A kept net is rated as soon as it exists. Runs resume exactly
-after ``kill -9`` (``pipeline.loop``), rating matches are replayed whole, and the state is
-written atomically after every step: an experiment killed any number of times ends with the
-results of one never killed.
+The trunk runs first; then the units in order, one at a time: within a unit the next
+iteration goes to the arm that has spent least (ties: arm order), and when its arms are done
+their final nets play each other, so a stopped experiment has whole pairs, and the order is a
+function of what is on disk. A kept net is rated as soon as it exists. Each arm-unit ends at
+exactly its budget of evaluations (``pipeline.spend``). Runs resume exactly after ``kill -9``
+(``pipeline.loop``), matches are replayed whole, and the state is written atomically after
+every step: an experiment killed any number of times ends with the results of one never
+killed. No record holds a path of this machine: players are named by arm, unit and net.
 """
 
 from __future__ import annotations
@@ -28,7 +35,19 @@ from rich.console import Console
 
 from frugalzero.config import bounded, from_dict, load_config
 from frugalzero.errors import UserError
-from frugalzero.experiment.spec import ArmSpec, ExperimentSpec
+from frugalzero.experiment.results import (
+    ArmResult,
+    BudgetResult,
+    ExperimentResult,
+    ForkPoint,
+    ForkResult,
+    Generation,
+    KeptNet,
+    RatingResult,
+    UnitResult,
+    from_record,
+)
+from frugalzero.experiment.spec import ArmSpec, ExperimentSpec, Unit
 from frugalzero.layout import INITIAL_NET, refuse_run_files
 from frugalzero.output import to_json
 from frugalzero.pipeline.config import RunConfig
@@ -37,7 +56,8 @@ from frugalzero.runtime.files import atomic_write_text, check_destination
 from frugalzero.runtime.lock import DirectoryLock
 
 SPEC, STATE, RESULT, PAGE = "spec.toml", "state.json", "experiment.json", "experiment.html"
-RATINGS = "ratings"
+RATINGS, TRUNK, FORKS = "ratings", "trunk", "forks"
+POINT = "point.json"  # a fork point's record, written last: the point exists once it does
 
 # what every arm-seed's run is told before the spec's own overrides: the experiment rates
 # the nets itself (one protocol for every arm), so the runs play no matches of their own
@@ -99,6 +119,8 @@ class Experiment:
         self.console = console
         self.ray = ray
         self.record = record
+        self._loops: dict[str, Any] = {}  # the runs' loops of the unit under way
+        self._net_ids: dict[str, str] = {}
         self.anchors, self.presets = self._check(spec_file)
         self.state = self._open(spec_file)
 
@@ -122,18 +144,35 @@ class Experiment:
             anchors = anchor_ratings(self.spec.rating)
             for arm in self.spec.arm:
                 for seed in self.spec.seeds:
-                    try:
-                        config = self.run_config(arm, seed)
+                    try:  # a fork's start is made later: its net and data are checked below
+                        config = self.run_config(arm, Unit(seed), fork=False)
                     except UserError as exc:
                         raise UserError(f"arm {arm.name}, seed {seed}: {exc}") from None
                 try:
                     check_inputs(config)  # the seeds name no file: one check an arm
                 except UserError as exc:
                     raise UserError(f"arm {arm.name}: {exc}") from None
+            if self.spec.trunk_arm is not None:
+                try:
+                    self.trunk_config()
+                except UserError as exc:
+                    raise UserError(f"the trunk: {exc}") from None
+            elif self.spec.fork.source:
+                self._check_fork_net(self.spec.fork.source)
             presets = self.spec.preset_tables()
         except UserError as exc:
             raise UserError(f"{spec_file}: {exc}") from None
         return anchors, presets
+
+    @staticmethod
+    def _check_fork_net(source: str) -> None:
+        from frugalzero.nn.shipped import SHIPPED_NETS, resolve_net_path
+
+        if not resolve_net_path(source).is_file():
+            names = ", ".join(SHIPPED_NETS)
+            raise UserError(
+                f"fork.source: {source}: no such network file (nor a shipped net: {names})"
+            )
 
     # -- identity -----------------------------------------------------------------------------
     def _open(self, spec_file: Path) -> ExperimentState:
@@ -193,22 +232,26 @@ class Experiment:
         data = dataclasses.asdict(state or self.state)
         atomic_write_text(self.dir / STATE, to_json(data, indent=1) + "\n")
 
-    # -- the arm-seeds ------------------------------------------------------------------------
-    def keys(self) -> list[tuple[ArmSpec, int]]:
-        return [(arm, seed) for seed in self.spec.seeds for arm in self.spec.arm]
+    # -- the arm-units -----------------------------------------------------------------------
+    def keys(self) -> list[tuple[ArmSpec, Unit]]:
+        return [(arm, unit) for unit in self.spec.units() for arm in self.spec.arm]
 
-    def run_dir(self, arm: ArmSpec, seed: int) -> Path:
-        return self.dir / "arms" / arm.name / f"seed-{seed}"
+    def run_dir(self, arm: ArmSpec, unit: Unit) -> Path:
+        return self.dir / "arms" / arm.name / unit.label
 
-    def progress(self, arm: ArmSpec, seed: int) -> SeedProgress:
-        return self.state.seeds.setdefault(f"{arm.name}/seed-{seed}", SeedProgress())
+    def progress(self, arm: ArmSpec, unit: Unit) -> SeedProgress:
+        return self.state.seeds.setdefault(f"{arm.name}/{unit.label}", SeedProgress())
 
-    def run_config(self, arm: ArmSpec, seed: int) -> RunConfig:
-        """The arm's preset and overrides, with seed k's seeds and the experiment's budget."""
+    def run_config(
+        self, arm: ArmSpec, unit: Unit, fork: bool = True, evaluations: int = 0
+    ) -> RunConfig:
+        """The arm's preset and overrides, with the unit's seeds and the experiment's budget
+        (``evaluations``: another, the trunk's); ``fork``: started from the unit's fork (its
+        net and its trunk's data), which must exist by then."""
         budget = self.spec.budget
         limits: dict[str, float | bool] = {key: 0 for key in BUDGET_KEYS}
-        if budget.evaluations:
-            limits["budget.evaluations"] = budget.evaluations
+        if evaluations or budget.evaluations:
+            limits["budget.evaluations"] = evaluations or budget.evaluations
         elif budget.minutes:
             limits["budget.minutes"] = budget.minutes
         else:
@@ -217,84 +260,213 @@ class Experiment:
             limits["budget.fill"] = False
         overrides = [*RUN_DEFAULTS, *self.spec.set, *arm.set]
         overrides += [f"{k}={str(v).lower()}" for k, v in limits.items()]
-        overrides += [f"seed={seed}", f"net.seed={seed}"]
+        overrides += [f"seed={unit.seed}", f"net.seed={unit.seed}"]
         if arm.method:
             overrides.append(f"method={arm.method}")
         if self.ray:
             overrides.append(f"ray={self.ray}")
+        if fork and unit.point >= 0:
+            net, prior = self._fork_start(unit.point)
+            overrides.append(f"net.init={json.dumps(net)}")
+            overrides.append(f"generate.prior={json.dumps(prior)}")
         return load_config(RunConfig, arm.preset, overrides)
 
-    def run_state(self, arm: ArmSpec, seed: int) -> RunState | None:
-        return RunState.load(self.run_dir(arm, seed))
+    def run_state(self, arm: ArmSpec, unit: Unit) -> RunState | None:
+        return RunState.load(self.run_dir(arm, unit))
 
-    def spent(self, arm: ArmSpec, seed: int) -> float:
-        """What the arm-seed has spent, in the budget's unit."""
+    def spent(self, arm: ArmSpec, unit: Unit) -> float:
+        """What the arm-unit has spent, in the budget's unit."""
         budget = self.spec.budget
         if budget.cpu_seconds:
-            return sum(self.progress(arm, seed).cpu_s)
-        state = self.run_state(arm, seed)
+            return sum(self.progress(arm, unit).cpu_s)
+        state = self.run_state(arm, unit)
         if state is None:
             return 0.0
         return float(state.evaluations) if budget.evaluations else state.elapsed_s / 60
 
-    def next_key(self) -> tuple[ArmSpec, int] | None:
-        """The unfinished arm-seed that has spent least (ties: seed order, then arm order)."""
-        open_ = [(self.spent(a, s), i, a, s) for i, (a, s) in enumerate(self.keys())]
-        open_ = [k for k in open_ if not self.progress(k[2], k[3]).done]
-        if not open_:
-            return None
-        _, _, arm, seed = min(open_, key=lambda k: (k[0], k[1]))
-        return arm, seed
+    def next_key(self) -> tuple[ArmSpec, Unit] | None:
+        """The first unit with an unfinished arm, and of its unfinished arms the one that has
+        spent least (ties: arm order)."""
+        for unit in self.spec.units():
+            open_ = [
+                (self.spent(arm, unit), i, arm)
+                for i, arm in enumerate(self.spec.arm)
+                if not self.progress(arm, unit).done
+            ]
+            if open_:
+                return min(open_, key=lambda k: (k[0], k[1]))[2], unit
+        return None
+
+    # -- the trunk and its forks ------------------------------------------------------------
+    @property
+    def trunk_dir(self) -> Path:
+        return self.dir / TRUNK
+
+    def trunk_config(self) -> RunConfig:
+        arm = self.spec.trunk_arm
+        assert arm is not None
+        unit = Unit(self.spec.fork.trunk_seed)
+        return self.run_config(arm, unit, fork=False, evaluations=self.spec.fork.points[-1])
+
+    def _trunk_done(self) -> bool:
+        if self.spec.trunk_arm is None:
+            return True
+        state = RunState.load(self.trunk_dir)
+        return state is not None and state.finished
+
+    def _fork_start(self, point: int) -> tuple[str, list[str]]:
+        """(net, data folders) a fork at ``point`` starts from: a given net with no data, or
+        the trunk's checkpoint (written by ``_make_fork_point``)."""
+        source = self.spec.fork.source
+        if source != "trunk":
+            from frugalzero.nn.shipped import resolve_net_path
+
+            return str(resolve_net_path(source).resolve()), []
+        folder = (self.dir / FORKS / f"point-{point}").resolve()
+        record = json.loads((folder / POINT).read_text(encoding="utf-8"))
+        data = [str((self.trunk_dir / d).resolve()) for d in record["data"]]
+        return str(folder / record["net"]), data
+
+    def fork_points(self) -> list[dict[str, Any]]:
+        """The fork points made so far: iteration, evaluations and net of the trunk at each."""
+        out = []
+        for point in range(len(self.spec.fork.points)):
+            path = self.dir / FORKS / f"point-{point}" / POINT
+            if path.exists():
+                out.append(json.loads(path.read_text(encoding="utf-8")))
+        return out
+
+    def _make_fork_points(self) -> None:
+        """Each trunk checkpoint as a fork point: the net of the first trunk iteration that
+        reached it (copied out: the trunk's folder may be deleted) and its data up to it."""
+        from frugalzero.layout import RunLayout
+
+        state = RunState.load(self.trunk_dir)
+        assert state is not None and state.finished
+        spent, records = 0, iter(state.iterations)
+        layout = RunLayout(self.trunk_dir)
+        for point, target in enumerate(self.spec.fork.points):
+            folder = self.dir / FORKS / f"point-{point}"
+            record = None
+            while spent < target:
+                record = next(records, None)
+                if record is None:
+                    raise UserError(f"{self.trunk_dir}: the trunk ended before {target:,}")
+                spent += int(record.generation.get("evaluations", 0))
+            if (folder / POINT).exists():
+                continue
+            assert record is not None, "points are > 0"
+            folder.mkdir(parents=True, exist_ok=True)
+            net = "net.safetensors"
+            shutil.copyfile(self.trunk_dir / record.net, folder / (net + ".tmp"))
+            os.replace(folder / (net + ".tmp"), folder / net)
+            data = [
+                str(layout.data(k).relative_to(self.trunk_dir))
+                for k in range(1, record.iteration + 1)
+            ]
+            entry = {
+                "point": point,
+                "target": target,
+                "iteration": record.iteration,
+                "evaluations": spent,
+                "net": net,
+                "net_id": record.net_id,
+                "data": data,
+            }
+            atomic_write_text(folder / POINT, to_json(entry, indent=1) + "\n")
 
     # -- the loop -----------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> ExperimentResult:
         with DirectoryLock(self.dir):
             self._rate_kept()  # a kill between an iteration and its ratings
+            while not self._trunk_done():
+                self._iterate_trunk()
+                self.write()
+            if self.spec.trunk_arm is not None:
+                self._make_fork_points()
             while (key := self.next_key()) is not None:
                 self._iterate(*key)
                 self._rate_kept()
                 self.write()
+            self._rate_kept()
             return self.write()
 
-    def _iterate(self, arm: ArmSpec, seed: int) -> None:
-        """One iteration of the arm-seed's run (or its end: the run sees its budget spent)."""
+    def _loop(self, key: str, config: RunConfig, run_dir: Path):
+        """The run's loop, kept across its iterations (its trainer, its replay cache): only
+        those of one unit at a time are kept, the memory of one comparison."""
         from frugalzero.pipeline.loop import RunLoop
 
-        run_dir = self.run_dir(arm, seed)
-        config = self.run_config(arm, seed)
-        before = _cpu_seconds()
+        unit = key.split("/", 1)[-1]
+        for old in [k for k in self._loops if k.split("/", 1)[-1] != unit]:
+            del self._loops[old]
+        if key not in self._loops:
+            self._loops[key] = RunLoop(config, run_dir, self.console)
+        return self._loops[key]
+
+    def _advance(self, key: str, config: RunConfig, run_dir: Path) -> tuple[RunState, bool]:
+        """One iteration of a run (or its end); (its state, whether an iteration finished)."""
+        run_dir.mkdir(parents=True, exist_ok=True)
         with DirectoryLock(run_dir):
-            loop = RunLoop(config, run_dir, self.console)
+            loop = self._loop(key, config, run_dir)
             done_before = loop.state.iteration
             loop.run(until_iteration=done_before + 1)
             state = loop.state
-        progress = self.progress(arm, seed)
-        if state.iteration > done_before:
+        return state, state.iteration > done_before
+
+    def _iterate_trunk(self) -> None:
+        state, _ = self._advance(TRUNK, self.trunk_config(), self.trunk_dir)
+        self.state.steps += 1
+        self._save()
+        total = self.spec.fork.points[-1]
+        done = " (done)" if state.finished else ""
+        self.console.print(
+            f"[bold]trunk[/]: iteration {state.iteration}, "
+            f"{state.evaluations:,} / {total:,} evaluations{done}"
+        )
+
+    def _iterate(self, arm: ArmSpec, unit: Unit) -> None:
+        """One iteration of the arm-unit's run (or its end: the run sees its budget spent)."""
+        run_dir = self.run_dir(arm, unit)
+        before = _cpu_seconds()
+        key = f"{arm.name}/{unit.label}"
+        state, advanced = self._advance(key, self.run_config(arm, unit), run_dir)
+        progress = self.progress(arm, unit)
+        if advanced:
             progress.cpu_s.append(round(_cpu_seconds() - before, 2))
         cpu_budget = self.spec.budget.cpu_seconds
         progress.done = state.finished or bool(cpu_budget and sum(progress.cpu_s) >= cpu_budget)
+        if progress.done:
+            self._loops.pop(key, None)
         self.state.steps += 1
         self._save()
-        spent, total = self.spent(arm, seed), self.spec.budget.amount()
-        unit = self.spec.budget.unit
+        spent, total = self.spent(arm, unit), self.spec.budget.amount()
+        unit_name = self.spec.budget.unit
         self.console.print(
-            f"[bold]{arm.name}[/] seed {seed}: iteration {state.iteration}, "
-            f"{spent:,.0f} / {total:,.0f} {unit}" + (" (done)" if progress.done else "")
+            f"[bold]{arm.name}[/] {unit.label}: iteration {state.iteration}, "
+            f"{spent:,.0f} / {total:,.0f} {unit_name}" + (" (done)" if progress.done else "")
         )
 
     # -- kept nets and their ratings ----------------------------------------------------------
-    def kept(self, arm: ArmSpec, seed: int) -> list[dict[str, Any]]:
+    def _net_id(self, path: Path) -> str:
+        """A net's id, read once a process (nets are written once, never changed)."""
+        key = str(path)
+        if key not in self._net_ids:
+            from frugalzero.nn.checkpoint import load_net
+
+            self._net_ids[key] = load_net(path)[1].net_id
+        return self._net_ids[key]
+
+    def kept(self, arm: ArmSpec, unit: Unit) -> list[dict[str, Any]]:
         """The nets kept so far: the initial one, then the first iteration reaching each
         checkpoint of the budget."""
-        state = self.run_state(arm, seed)
-        if state is None or not (self.run_dir(arm, seed) / INITIAL_NET).exists():
+        state = self.run_state(arm, unit)
+        run_dir = self.run_dir(arm, unit)
+        if state is None or not (run_dir / INITIAL_NET).exists():
             return []  # not started, or killed before its first net was written
-        from frugalzero.nn.checkpoint import load_net
-
         spent = {"evaluations": 0, "cpu_s": 0.0, "minutes": 0.0}
-        initial = load_net(self.run_dir(arm, seed) / INITIAL_NET)[1].net_id
+        initial = self._net_id(run_dir / INITIAL_NET)
         out = [spent | {"checkpoint": 0, "iteration": 0, "net": INITIAL_NET, "net_id": initial}]
-        cpu = self.progress(arm, seed).cpu_s
+        cpu = self.progress(arm, unit).cpu_s
         points = iter(self.spec.checkpoints())
         point = next(points, None)
         for record in state.iterations:
@@ -303,8 +475,8 @@ class Experiment:
                 spent["cpu_s"] = round(spent["cpu_s"] + cpu[record.iteration - 1], 2)
             seconds = record.generate_s + record.train_s + record.evaluate_s
             spent["minutes"] = round(spent["minutes"] + seconds / 60, 3)
-            unit = self._unit_key()
-            while point is not None and spent[unit] >= point:
+            unit_key = self._unit_key()
+            while point is not None and spent[unit_key] >= point:
                 out.append(spent | {"checkpoint": point, "iteration": record.iteration})
                 out[-1] |= {"net": record.net, "net_id": record.net_id}
                 point = next(points, None)
@@ -322,28 +494,74 @@ class Experiment:
             return "evaluations"
         return "cpu_s" if budget.cpu_seconds else "minutes"
 
-    def _rate_kept(self) -> None:
-        """Rate every kept net not rated yet (one net id once)."""
-        from frugalzero.experiment.rating import rate_net
+    def player(self, arm: ArmSpec, unit: Unit, entry: dict[str, Any]):
+        """The engine that plays a kept net in every rating game, named by what it is (arm,
+        unit, net: no path of this machine in a record)."""
+        from frugalzero.evaluate.specs import parse_spec
         from frugalzero.pipeline.assess import net_spec
 
+        run_dir = self.run_dir(arm, unit)
+        config = self.run_config(arm, unit)
+        config.evaluation.nodes = self.spec.rating.nodes
+        spec = parse_spec(net_spec(run_dir, entry["net"], config))
+        name = self.state.rated.get(entry["net_id"])
+        if name is None:  # a unit's start is every arm's: named by the unit alone
+            own = entry["iteration"] > 0
+            name = (
+                f"{arm.name}/{unit.label}/{Path(entry['net']).stem}"
+                if own
+                else f"{unit.label}/start"
+            )
+        return dataclasses.replace(spec, name=name)
+
+    def _rate_kept(self) -> None:
+        """Rate every kept net not rated yet (one net id once), and play each finished unit's
+        arms against its baseline."""
+        from frugalzero.experiment.rating import rate_net
+
         anchors = self.anchors
-        for arm, seed in self.keys():
-            run_dir = self.run_dir(arm, seed)
-            kept = self.kept(arm, seed)
-            if not kept:
-                continue
-            config = self.run_config(arm, seed)
-            config.evaluation.nodes = self.spec.rating.nodes
-            for entry in kept:
+        for arm, unit in self.keys():
+            for entry in self.kept(arm, unit):
                 net_id = entry["net_id"]
                 if net_id in self.state.rated and self._rated(net_id, anchors):
                     continue
-                name = self.state.rated.get(net_id) or net_spec(run_dir, entry["net"], config)
-                self.state.rated[net_id] = name
+                player = self.player(arm, unit, entry)
+                self.state.rated[net_id] = player.name
                 self._save()
-                self.console.print(f"rating {arm.name} seed {seed} net {entry['iteration']}")
-                rate_net(self.dir / RATINGS, net_id, name, self.spec.rating, anchors)
+                self.console.print(f"rating {player.name}")
+                rate_net(self.dir / RATINGS, net_id, player, self.spec.rating, anchors)
+        if self.spec.rating.head_to_head:
+            for unit in self.spec.units():
+                self._head_to_head(unit)
+
+    def _final(self, arm: ArmSpec, unit: Unit) -> dict[str, Any] | None:
+        """The arm-unit's net at the final checkpoint, once its run is done."""
+        if not self.progress(arm, unit).done:
+            return None
+        final = self.spec.checkpoints()[-1]
+        return next((k for k in self.kept(arm, unit) if k["checkpoint"] == final), None)
+
+    def _head_to_head(self, unit: Unit) -> None:
+        from frugalzero.experiment.rating import play_head_to_head
+
+        base = next(a for a in self.spec.arm if a.name == self.spec.baseline)
+        base_net = self._final(base, unit)
+        if base_net is None:
+            return
+        for arm in self.spec.arm:
+            net = self._final(arm, unit) if arm is not base else None
+            if net is None:
+                continue
+            seed = 104_729 + 1_009 * self.spec.units().index(unit)  # the unit's openings
+            play_head_to_head(
+                self.dir / RATINGS,
+                f"{unit.label}-{arm.name}",
+                self.player(arm, unit, net),
+                self.player(base, unit, base_net),
+                self.spec.rating,
+                seed,
+                self.console,
+            )
 
     def _rated(self, net_id: str, anchors: dict[str, float]) -> bool:
         from frugalzero.experiment.rating import match_file
@@ -351,91 +569,102 @@ class Experiment:
         return all(match_file(self.dir / RATINGS, net_id, a).exists() for a in anchors)
 
     # -- the results --------------------------------------------------------------------------
-    def results(self) -> dict[str, Any]:
-        from frugalzero.experiment.rating import ratings
+    def results(self) -> ExperimentResult:
+        """The experiment as it stands on disk: every arm-unit's spend and kept nets with their
+        ratings, each unit's head-to-head counts, the arms' means and the verdict."""
+        from frugalzero.data.methods import method
+        from frugalzero.experiment.rating import head_to_head_counts, ratings
         from frugalzero.experiment.verdict import mean_curve, verdict
 
-        anchors = self.anchors
-        fitted = ratings(self.dir / RATINGS, anchors)
+        fitted = ratings(self.dir / RATINGS, self.anchors)
         confidence = self.spec.decision.confidence
         arms = []
         for arm in self.spec.arm:
             seeds = []
-            for seed in self.spec.seeds:
-                seeds.append(self._seed_result(arm, seed, fitted))
+            for unit in self.spec.units():
+                seeds.append(self._seed_result(arm, unit, fitted))
+                match = f"{unit.label}-{arm.name}"  # against the baseline's final net
+                seeds[-1].head_to_head = head_to_head_counts(self.dir / RATINGS, match)
+            name = self.run_config(arm, self.spec.units()[0], fork=False).method
             arms.append(
-                {
-                    "name": arm.name,
-                    "description": arm.description,
-                    "method": self.run_config(arm, self.spec.seeds[0]).method,
-                    "seeds": seeds,
-                    "mean": mean_curve(seeds, confidence),
-                }
+                ArmResult(
+                    name=arm.name,
+                    description=arm.description,
+                    method=name,
+                    method_label=method(name).label,
+                    seeds=seeds,
+                    mean=mean_curve(seeds, confidence),
+                )
             )
-        complete = all(self.progress(a, s).done for a, s in self.keys())
+        complete = all(self.progress(a, u).done for a, u in self.keys())
         spec = self.spec
-        return {
-            "name": spec.name,
-            "description": spec.description,
-            "question": spec.question,
-            "spec_sha256": spec.sha256(),
-            "spec": spec.canonical(),
-            "budget": {
-                "evaluations": spec.budget.evaluations,
-                "cpu_seconds": spec.budget.cpu_seconds,
-                "minutes": spec.budget.minutes,
-                "unit": spec.budget.unit,
-                "checkpoints": spec.checkpoints(),
-            },
-            "rating": {
-                "nodes": spec.rating.nodes,
-                "games": spec.rating.games,
-                "anchors": anchors,
-            },
-            "complete": complete,
-            "arms": arms,
-            "verdict": verdict(spec, arms, complete),
-        }
+        return ExperimentResult(
+            name=spec.name,
+            description=spec.description,
+            question=spec.question,
+            spec_sha256=spec.sha256(),
+            spec=spec.canonical(),
+            budget=BudgetResult(
+                evaluations=spec.budget.evaluations,
+                cpu_seconds=spec.budget.cpu_seconds,
+                minutes=spec.budget.minutes,
+                unit=spec.budget.unit,
+                checkpoints=spec.checkpoints(),
+            ),
+            rating=RatingResult(
+                nodes=spec.rating.nodes,
+                games=spec.rating.games,
+                anchors=dict(self.anchors),
+                head_to_head=spec.rating.head_to_head,
+            ),
+            fork=ForkResult(
+                source=spec.fork.source,
+                trunk_arm=spec.trunk_arm.name if spec.trunk_arm else "",
+                trunk_seed=spec.fork.trunk_seed,
+                points=[from_record(ForkPoint, p) for p in self.fork_points()],
+            ),
+            complete=complete,
+            arms=arms,
+            verdict=verdict(spec, arms, complete),
+        )
 
-    def _seed_result(self, arm: ArmSpec, seed: int, fitted) -> dict[str, Any]:
-        run_dir = self.run_dir(arm, seed)
-        state = self.run_state(arm, seed)
-        progress = self.progress(arm, seed)
+    def _seed_result(self, arm: ArmSpec, unit: Unit, fitted) -> UnitResult:
+        state = self.run_state(arm, unit)
+        progress = self.progress(arm, unit)
         kept = []
-        for entry in self.kept(arm, seed):
-            net_id = entry["net_id"]
-            rated = fitted.players.get(self.state.rated.get(net_id, "")) if fitted else None
-            entry = entry | {"elo": None, "ci95": None, "games": 0}
+        for entry in self.kept(arm, unit):
+            net = KeptNet(**entry)
+            net.player = self.state.rated.get(net.net_id, "")
+            rated = fitted.players.get(net.player) if fitted and net.player else None
             if rated is not None and rated.games:
-                entry |= {
-                    "player": self.state.rated[net_id],
-                    "elo": round(rated.elo, 1),
-                    "ci95": [round(rated.ci95[0], 1), round(rated.ci95[1], 1)],
-                    "sigma": round(rated.sigma, 1),
-                    "games": rated.games,
-                }
-            kept.append(entry)
+                net.elo = round(rated.elo, 1)
+                net.ci95 = [round(rated.ci95[0], 1), round(rated.ci95[1], 1)]
+                net.sigma = round(rated.sigma, 1)
+                net.games = rated.games
+            kept.append(net)
         iterations = state.iterations if state else []
-        return {
-            "seed": seed,
-            "dir": str(run_dir.relative_to(self.dir)),
-            "finished": progress.done,
-            "iterations": len(iterations),
-            "evaluations": state.evaluations if state else 0,
-            "games": sum(r.games for r in iterations),
-            "positions": state.positions if state else 0,
-            "wall_s": round(state.elapsed_s, 1) if state else 0.0,
-            "cpu_s": round(sum(progress.cpu_s), 1),
-            "kept": kept,
-            "generations": [_generation(r) for r in iterations],
-        }
+        return UnitResult(
+            seed=unit.seed,
+            unit=unit.label,
+            fork_point=unit.point,
+            dir=self.run_dir(arm, unit).relative_to(self.dir).as_posix(),
+            finished=progress.done,
+            iterations=len(iterations),
+            evaluations=state.evaluations if state else 0,
+            games=sum(r.games for r in iterations),
+            positions=state.positions if state else 0,
+            wall_s=round(state.elapsed_s, 1) if state else 0.0,
+            cpu_s=round(sum(progress.cpu_s), 1),
+            kept=kept,
+            generations=[_generation(r) for r in iterations],
+        )
 
-    def write(self) -> dict[str, Any]:
+    def write(self) -> ExperimentResult:
         """experiment.json and the page, as the experiment stands."""
         from frugalzero.experiment.page import write_page
 
         results = self.results()
-        atomic_write_text(self.dir / RESULT, to_json(results, indent=1) + "\n")
+        atomic_write_text(self.dir / RESULT, results.to_json())
         write_page(results, self.dir / PAGE)
         if self.record is not None:
             self._keep_record(self.record)
@@ -445,29 +674,35 @@ class Experiment:
         """Copy what benchmarks/README.md asks of a record (the spec, the results, the page and
         every finished rating game; no net) to ``record``, so a long experiment's record is
         current whenever a session ends."""
-        (record / RATINGS).mkdir(parents=True, exist_ok=True)
         for name in (SPEC, RESULT, PAGE):
             atomic_write_text(record / name, (self.dir / name).read_text(encoding="utf-8"))
-        for pgn in sorted((self.dir / RATINGS).glob("*.pgn")):
-            kept = record / RATINGS / pgn.name
+        ratings = self.dir / RATINGS
+        for pgn in sorted(ratings.rglob("*.pgn")) if ratings.exists() else []:
+            kept = record / RATINGS / pgn.relative_to(ratings)
             if not kept.exists() or kept.stat().st_size != pgn.stat().st_size:
+                kept.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(kept, pgn.read_text(encoding="utf-8"))
+        for counts in sorted(ratings.rglob("*.json")) if ratings.exists() else []:
+            kept = record / RATINGS / counts.relative_to(ratings)
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(kept, counts.read_text(encoding="utf-8"))
 
 
 OPERATIONAL = ("simulations_per_s", "ray")  # how fast and where, not what was made
 
 
-def _generation(record) -> dict[str, Any]:
+def _generation(record) -> Generation:
     g = record.generation
-    out = {
-        "iteration": record.iteration,
-        "evaluations": int(g.get("evaluations", 0)),
-        "games": record.games,
-        "positions": record.positions,
-    }
+    selfplay = None
     if "selfplay" in g:
-        out["selfplay"] = {k: v for k, v in g["selfplay"].items() if k not in OPERATIONAL}
-    return out
+        selfplay = {k: v for k, v in g["selfplay"].items() if k not in OPERATIONAL}
+    return Generation(
+        iteration=record.iteration,
+        evaluations=int(g.get("evaluations", 0)),
+        games=record.games,
+        positions=record.positions,
+        selfplay=selfplay,
+    )
 
 
 def _flat_arms(spec: dict[str, Any]) -> dict[str, Any]:

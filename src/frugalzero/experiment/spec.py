@@ -86,6 +86,53 @@ class BudgetSpec:
 
 
 @dataclass
+class ForkSpec:
+    """Where the arms start. Empty ``source``: each seed is a run of its own from fresh weights
+    (the seeds' spread is then the runs' whole spread). Otherwise every arm is forked from a
+    shared state, as KataGo tested changes: the checkpoints of a trunk run (``source =
+    "trunk"``: the ``trunk_arm``'s recipe run from nothing, a fork taken at each of ``points``
+    evaluations, with its net and its replay window) or a given net (``source = "small"``, a
+    shipped net or a network file, with an empty window). Each fork is repeated with every
+    seed (its own random streams); a fork's arms spend the same budget from the same net and
+    window, and the verdict is over the forks."""
+
+    source: str = ""
+    """'' (no fork), 'trunk', or a network (a shipped net's name or a file)."""
+    trunk_arm: str = ""
+    """The arm whose recipe runs the trunk; empty = the baseline."""
+    trunk_seed: int = bounded(0, 0, 2**32 - 1)
+    """The trunk run's seed."""
+    points: list[int] = field(default_factory=list)
+    """Trunk evaluations at which forks start (the first iteration reaching each)."""
+
+    def __post_init__(self) -> None:
+        trunk = self.source == "trunk"
+        checks = [
+            (not trunk or bool(self.points), "a trunk needs points (its evaluations to fork at)"),
+            (trunk or not self.points, "points are for source = 'trunk'"),
+            (all(p > 0 for p in self.points), "points must be > 0"),
+            (self.points == sorted(set(self.points)), "points must increase"),
+            (trunk or not self.trunk_arm, "trunk_arm is for source = 'trunk'"),
+        ]
+        check(self, "fork", checks)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One comparison's start, shared by every arm: seed ``seed`` from nothing, or fork point
+    ``point`` (an index into ``fork.points``; 0 for a given net) with seed ``seed``."""
+
+    seed: int
+    point: int = -1
+    """-1: no fork."""
+
+    @property
+    def label(self) -> str:
+        """Its folder and name on the page: ``seed-K``, or ``fork-P-seed-K``."""
+        return f"seed-{self.seed}" if self.point < 0 else f"fork-{self.point}-seed-{self.seed}"
+
+
+@dataclass
 class RatingSpec:
     """How every kept net is rated: the same plain-PUCT player (no noise, fixed nodes)
     against fixed anchors whose ratings come from the calibrated ladder."""
@@ -98,11 +145,16 @@ class RatingSpec:
     """Engine specs on the calibrated ladder (``frugalzero ladder --show``)."""
     opening_plies: int = bounded(8, 0, 400)
     """Random opening plies of every rating game (the same openings for every net)."""
+    head_to_head: int = bounded(0, 0, 10**6)
+    """Games of each arm's final net against the baseline's of the same seed or fork (opening
+    pairs, colours swapped; 0 = none): the difference the verdict uses, far more precise than
+    two ratings against anchors for the same games."""
 
     def __post_init__(self) -> None:
         checks = [
             (bool(self.anchors), "name at least one anchor"),
             (self.games % 2 == 0, "games must be even (opening pairs)"),
+            (self.head_to_head % 2 == 0, "head_to_head must be even (opening pairs)"),
         ]
         check(self, "rating", checks)
 
@@ -138,6 +190,7 @@ class ExperimentSpec:
     budget: BudgetSpec = field(default_factory=BudgetSpec)
     rating: RatingSpec = field(default_factory=RatingSpec)
     decision: DecisionSpec = field(default_factory=DecisionSpec)
+    fork: ForkSpec = field(default_factory=ForkSpec)
     arm: list[ArmSpec] = field(default_factory=list)
     """The arms (``[[arm]]`` tables), at least two."""
 
@@ -149,12 +202,32 @@ class ExperimentSpec:
             (len(set(names)) == len(names), "arm names must differ"),
             (bool(self.seeds) and len(set(self.seeds)) == len(self.seeds), "seeds must differ"),
             (not self.decision.baseline or self.decision.baseline in names, "baseline: no arm"),
+            (not self.fork.trunk_arm or self.fork.trunk_arm in names, "fork.trunk_arm: no arm"),
+            (
+                not self.fork.source or bool(self.budget.evaluations),
+                "forks compare at equal evaluations: set budget.evaluations",
+            ),
         ]
         check(self, "experiment", checks)
 
     @property
     def baseline(self) -> str:
         return self.decision.baseline or self.arm[0].name
+
+    @property
+    def trunk_arm(self) -> ArmSpec | None:
+        """The arm whose recipe runs the trunk (None: no trunk)."""
+        if self.fork.source != "trunk":
+            return None
+        name = self.fork.trunk_arm or self.baseline
+        return next(a for a in self.arm if a.name == name)
+
+    def units(self) -> list[Unit]:
+        """What the arms are compared on: every seed, at every fork point."""
+        if not self.fork.source:
+            return [Unit(seed) for seed in self.seeds]
+        points = range(len(self.fork.points)) if self.fork.source == "trunk" else [0]
+        return [Unit(seed, point) for point in points for seed in self.seeds]
 
     def canonical(self) -> dict[str, Any]:
         return asdict(self)

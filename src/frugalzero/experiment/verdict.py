@@ -19,14 +19,21 @@ sigmas) and the seed s.d. their spread leaves once that is taken out.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from frugalzero.experiment.results import (
+    ArmResult,
+    Comparison,
+    KeptNet,
+    MeanPoint,
+    UnitResult,
+    Verdict,
+)
 from frugalzero.experiment.spec import ExperimentSpec
 from frugalzero.stats import (
     elo_sd,
-    head_to_head,
     normal_cdf,
     paired_t,
     paired_t_p_value,
@@ -49,8 +56,11 @@ def minimum_detectable_effect(
 
 def protocol_rating_error(spec: ExperimentSpec) -> float:
     """The s.d. of one paired difference's rating error that the rating protocol promises at
-    best: each net's games against the anchors all decisive at an even score (a net far from
-    every anchor is rated worse; draws make it better), two nets a difference."""
+    best: games all decisive at an even score (draws make it better; a net far from every
+    anchor is rated worse): the head-to-head match's games where the spec plays one, else each
+    net's games against the anchors, two nets a difference."""
+    if spec.rating.head_to_head:
+        return elo_sd(spec.rating.head_to_head)
     games = spec.rating.games * len(spec.rating.anchors)
     return math.sqrt(2.0) * elo_sd(games)
 
@@ -66,84 +76,80 @@ def interval(values: Sequence[float], sigmas: Sequence[float], confidence: float
     return float(mean), float(low), float(high)
 
 
-def mean_curve(seeds: Sequence[dict[str, Any]], confidence: float) -> list[dict[str, Any]]:
-    """An arm's mean Elo at each checkpoint over the seeds rated there."""
-    by_checkpoint: dict[float, list[dict[str, Any]]] = {}
+def mean_curve(seeds: Sequence[UnitResult], confidence: float) -> list[MeanPoint]:
+    """An arm's mean Elo at each checkpoint over the units rated there."""
+    by_checkpoint: dict[float, list[KeptNet]] = {}
     for seed in seeds:
-        for kept in seed["kept"]:
-            if kept.get("elo") is not None:
-                by_checkpoint.setdefault(kept["checkpoint"], []).append(kept)
+        for kept in seed.kept:
+            if kept.rated:
+                by_checkpoint.setdefault(kept.checkpoint, []).append(kept)
     curve = []
     for checkpoint in sorted(by_checkpoint):
         kept = by_checkpoint[checkpoint]
         mean, low, high = interval(
-            [k["elo"] for k in kept], [k.get("sigma", 0.0) for k in kept], confidence
+            [k.elo for k in kept], [k.sigma or 0.0 for k in kept], confidence
         )
         curve.append(
-            {
-                "checkpoint": checkpoint,
-                "evaluations": round(sum(k["evaluations"] for k in kept) / len(kept)),
-                "elo": round(mean, 1),
-                "ci95": [round(low, 1), round(high, 1)],
-                "seeds": len(kept),
-            }
+            MeanPoint(
+                checkpoint=checkpoint,
+                evaluations=round(sum(k.evaluations for k in kept) / len(kept)),
+                elo=round(mean, 1),
+                ci95=[round(low, 1), round(high, 1)],
+                seeds=len(kept),
+            )
         )
     return curve
 
 
-def _final(seed: dict[str, Any], checkpoint: float) -> dict[str, Any] | None:
-    for kept in seed["kept"]:
-        if kept["checkpoint"] == checkpoint and kept.get("elo") is not None:
-            return kept
-    return None
-
-
 def _pairs(
-    arm: dict[str, Any],
-    base: dict[str, Any],
+    arm: ArmResult,
+    base: ArmResult,
     checkpoint: float,
     confidence: float,
-    head_to_head_games: Mapping[int, Sequence[int]],
-) -> tuple[list[float], list[float], list[str]]:
-    """Each seed pair's difference, its rating error and how it was measured."""
-    base_by_seed = {s["seed"]: s for s in base["seeds"]}
-    diffs, errors, measures = [], [], []
-    for seed in arm["seeds"]:
-        counts = head_to_head_games.get(seed["seed"])
-        if counts is not None and sum(counts) > 0:
-            match = head_to_head(counts, confidence)
+    head_to_head_only: bool = False,
+) -> tuple[list[float], list[float], list[str], list[str]]:
+    """Each pair's difference, its rating error, how it was measured and its unit; a unit
+    whose nets played each other (``UnitResult.head_to_head``) is measured by that match;
+    ``head_to_head_only``: a pair whose nets have not played each other yet is left out (the
+    spec measures differences that way)."""
+    base_by_unit = {u.label: u for u in base.seeds}
+    diffs, errors, measures, units = [], [], [], []
+    for seed in arm.seeds:
+        match = seed.head_to_head_match(confidence)
+        if match is not None:
             diffs.append(max(-ELO_CAP, min(ELO_CAP, match.elo)))
             errors.append(match.sigma)
             measures.append("head-to-head")
+            units.append(seed.label)
             continue
-        other = base_by_seed.get(seed["seed"])
-        a = _final(seed, checkpoint)
-        b = _final(other, checkpoint) if other else None
-        if a is None or b is None:
+        other = base_by_unit.get(seed.label)
+        a = seed.final(checkpoint)
+        b = other.final(checkpoint) if other else None
+        if a is None or b is None or head_to_head_only:
             continue
-        diffs.append(a["elo"] - b["elo"])
-        errors.append(math.hypot(a.get("sigma", 0.0), b.get("sigma", 0.0)))
+        diffs.append(a.elo - b.elo)
+        errors.append(math.hypot(a.sigma or 0.0, b.sigma or 0.0))
         measures.append("anchors")
-    return diffs, errors, measures
+        units.append(seed.label)
+    return diffs, errors, measures, units
 
 
 def compare(
-    arm: dict[str, Any],
-    base: dict[str, Any],
+    arm: ArmResult,
+    base: ArmResult,
     checkpoint: float,
     confidence: float,
     seed_sd: float = 0.0,
-    head_to_head_games: Mapping[int, Sequence[int]] | None = None,
-) -> dict[str, Any]:
-    """``arm`` against ``base`` at ``checkpoint``, on the seeds both have rated there (or whose
-    final nets played each other: ``head_to_head_games`` maps a seed to the pentanomial counts
-    of the arm's net against the baseline's, which then measure that pair instead). A single
-    pair's interval adds the assumed ``seed_sd`` of both runs to its rating error."""
-    diffs, errors, measures = _pairs(arm, base, checkpoint, confidence, head_to_head_games or {})
-    out: dict[str, Any] = {"arm": arm["name"], "vs": base["name"], "checkpoint": checkpoint}
-    out["pairs"] = len(diffs)
+    head_to_head_only: bool = False,
+) -> Comparison:
+    """``arm`` against ``base`` at ``checkpoint``, on the units both have rated there (or
+    whose final nets played each other: the unit's ``head_to_head`` counts then measure that
+    pair instead). A single pair's interval adds the assumed ``seed_sd`` of both runs to its
+    rating error."""
+    diffs, errors, measures, units = _pairs(arm, base, checkpoint, confidence, head_to_head_only)
+    out = Comparison(arm=arm.name, vs=base.name, checkpoint=checkpoint, pairs=len(diffs))
     if not diffs:
-        return out | {"difference": None, "ci95": None, "conclusion": "not yet rated"}
+        return out
     n = len(diffs)
     rating_var = sum(e * e for e in errors) / n
     if n == 1:
@@ -155,20 +161,22 @@ def compare(
         mean, low, high = interval(diffs, errors, confidence)
         spread = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
         p_value = paired_t_p_value(diffs)
-    conclusion = "better" if low > 0 else "worse" if high < 0 else "inconclusive"
     rating_error = math.sqrt(rating_var)
     seed_part = None if spread is None else math.sqrt(max(spread**2 - rating_var, 0.0) / 2)
-    return out | {
-        "difference": round(mean, 1),
-        "ci95": [round(low, 1), round(high, 1)],
-        "differences": [round(d, 1) for d in diffs],
-        "measured_by": measures,
-        "conclusion": conclusion,
-        "p_value": None if p_value is None else round(p_value, 4),
-        "spread_sd": None if spread is None else round(spread, 1),
-        "rating_error_sd": round(rating_error, 1) if math.isfinite(rating_error) else rating_error,
-        "seed_sd": None if seed_part is None else round(seed_part, 1),
-    }
+    return dataclasses.replace(
+        out,
+        difference=round(mean, 1),
+        ci95=[round(low, 1), round(high, 1)],
+        differences=[round(d, 1) for d in diffs],
+        difference_errors=[round(e, 1) for e in errors],
+        units=list(units),
+        measured_by=measures,
+        conclusion="better" if low > 0 else "worse" if high < 0 else "inconclusive",
+        p_value=None if p_value is None else round(p_value, 4),
+        spread_sd=None if spread is None else round(spread, 1),
+        rating_error_sd=round(rating_error, 1) if math.isfinite(rating_error) else rating_error,
+        seed_sd=None if seed_part is None else round(seed_part, 1),
+    )
 
 
 RULE = (
@@ -179,53 +187,55 @@ RULE = (
 )
 
 
-def verdict(
-    spec: ExperimentSpec,
-    arms: list[dict[str, Any]],
-    complete: bool,
-    head_to_head_games: Mapping[str, Mapping[int, Sequence[int]]] | None = None,
-) -> dict[str, Any]:
-    """The decision rule applied to the arms as rated so far (``head_to_head_games``: by arm,
-    the pentanomial counts of each seed's final net against the baseline's, where played)."""
+def verdict(spec: ExperimentSpec, arms: Sequence[ArmResult], complete: bool) -> Verdict:
+    """The decision rule applied to the arms as rated so far (a unit's differences measured by
+    its head-to-head match where it has one)."""
     d = spec.decision
     final = spec.checkpoints()[-1]
-    by_name = {a["name"]: a for a in arms}
+    by_name = {a.name: a for a in arms}
     base = by_name[spec.baseline]
     rating_error = protocol_rating_error(spec)
-    pairs = len(spec.seeds)
+    pairs = len(spec.units())
     mde = minimum_detectable_effect(pairs, d.seed_sd, d.confidence, d.power, rating_error)
-    games = head_to_head_games or {}
     comparisons = [
-        compare(a, base, final, d.confidence, d.seed_sd, games.get(a["name"]))
+        compare(
+            a,
+            base,
+            final,
+            d.confidence,
+            d.seed_sd,
+            head_to_head_only=bool(spec.rating.head_to_head),
+        )
         for a in arms
-        if a["name"] != spec.baseline
+        if a.name != spec.baseline
     ]
     unit = spec.budget.unit
+    kind = "fork" if spec.fork.source else "seed"
     lines = []
     for c in comparisons:
-        if c["difference"] is None:
-            lines.append(f"{c['arm']} vs {c['vs']}: not yet rated at {final:,.0f} {unit}")
+        if c.difference is None or c.ci95 is None:
+            lines.append(f"{c.arm} vs {c.vs}: not yet rated at {final:,.0f} {unit}")
             continue
-        low, high = c["ci95"]
-        parts = f"rating error {c['rating_error_sd']:.0f} a pair"
-        if c["seed_sd"] is not None:
-            parts = f"seed s.d. {c['seed_sd']:.0f}, " + parts
+        low, high = c.ci95
+        parts = f"rating error {c.rating_error_sd:.0f} a pair"
+        if c.seed_sd is not None:
+            parts = f"seed s.d. {c.seed_sd:.0f}, " + parts
         lines.append(
-            f"{c['arm']} vs {c['vs']}: {c['difference']:+.0f} Elo [{low:+.0f}, {high:+.0f}] at "
-            f"{final:,.0f} {unit} ({c['pairs']} seed pairs; {parts}): {c['conclusion']}"
+            f"{c.arm} vs {c.vs}: {c.difference:+.0f} Elo [{low:+.0f}, {high:+.0f}] at "
+            f"{final:,.0f} {unit} ({c.pairs} {kind} pairs; {parts}): {c.conclusion}"
         )
-    mde_text = f"{mde:.0f} Elo" if mde is not None else "none (fewer than two seed pairs)"
+    mde_text = f"{mde:.0f} Elo" if mde is not None else f"none (fewer than two {kind} pairs)"
     text = "; ".join(lines) + f"; minimum detectable effect {mde_text}"
     if not complete:
         text = "so far (the experiment is not finished): " + text
-    return {
-        "rule": RULE.format(pct=100 * d.confidence),
-        "baseline": spec.baseline,
-        "confidence": d.confidence,
-        "mde_elo": None if mde is None else round(mde, 1),
-        "seed_sd": d.seed_sd,
-        "rating_error_sd": round(rating_error, 1),
-        "power": d.power,
-        "comparisons": comparisons,
-        "text": text,
-    }
+    return Verdict(
+        rule=RULE.format(pct=100 * d.confidence),
+        baseline=spec.baseline,
+        confidence=d.confidence,
+        mde_elo=None if mde is None else round(mde, 1),
+        seed_sd=d.seed_sd,
+        rating_error_sd=round(rating_error, 1),
+        power=d.power,
+        comparisons=comparisons,
+        text=text,
+    )

@@ -109,7 +109,7 @@ class GenerateSection:
     """selfplay: when an iteration's (w+l)/d falls below 1, multiply the move temperature
     (search.temperature) by this (0 = fixed): PUCT made as decisive as search-contempt's
     adapted N_scl keeps its games, the control that tells "more decisive games" from "an
-    asymmetric search" (``frugalzero experiment``, configs/experiments/pilot.toml)."""
+    asymmetric search" (``frugalzero experiment``, configs/experiments/pilot-trunk.toml)."""
     max_temperature: float = bounded(4.0, 0, 100)
     """The most ``temperature_raise`` raises the move temperature to."""
     openings: str = ""
