@@ -8,8 +8,9 @@
 #
 #   benchmarks/history_finetune.sh [NET] [TRUNCATIONS]   (default: small "0.25 0")
 #
-# `medium` (net:default) trains at ~14 positions/s on the 2-core EPYC under load (~60 idle):
-# its fine-tune is for a GPU (STEPS=2000 TRAIN="--device cuda").
+# `medium` (net:default) trained 1,000 steps in 2 h 4 min on the 2-core EPYC at load 8-11 (34
+# positions/s; ~300 while the machine was quiet): STEPS=1000 ... default 0.25 (its record:
+# benchmarks/notes/history.md); on a GPU, TRAIN="--device cuda".
 #
 # Resumable: the data is made once, each training resumes from its run directory.
 set -euo pipefail
