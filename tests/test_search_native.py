@@ -39,6 +39,7 @@ from frugalzero.search import (
 from frugalzero.search.config import PLAY_SETTINGS
 from frugalzero.search.native import EXPANDED
 from frugalzero.search.uniform import HashEvaluator
+from frugalzero.selfplay.stats import PRIOR_FLOOR, policy_kl
 
 
 class Core(NamedTuple):
@@ -109,6 +110,8 @@ def lockstep(start, config: SearchConfig, sims: int, plies: int, seed=0, in_flig
             results[core] = tree.result(lines)
         assert_same_result(results["oracle"], results["native"])
         compared += assert_same_tree(trees["oracle"].root, trees["native"].root)
+        kl = {core: tree.target_kl(PRIOR_FLOOR) for core, tree in trees.items()}
+        assert math.isclose(kl["native"], kl["oracle"], rel_tol=1e-9, abs_tol=1e-12)
         moves = {core: tree.choose_move(ply) for core, tree in trees.items()}
         assert moves["oracle"] == moves["native"]
         if moves["oracle"] is None:
@@ -206,6 +209,29 @@ def test_many_trees_in_one_driver_agree(
         results[name] = core.search_many(trees, HashEvaluator(), 120, groups=groups)
     for ref, nat in zip(results["oracle"], results["native"]):
         assert_same_result(ref, nat)
+
+
+def test_the_cores_root_kl_is_policy_kl_of_its_target_and_priors() -> None:
+    """Self-play's root KL, read from the core in one call a move (``target_kl``), is
+    ``policy_kl`` of the tree's own target and priors before noise: at the start (no root yet:
+    0), mid-search, after a search, under a floor that binds, on a restricted root."""
+    checked = 0
+    for i, board in enumerate(random_boards(6, seed=31, max_plies=24)):
+        tree = new_tree(board, SearchConfig(simulations=64), seed=i)
+        assert (
+            tree.target_kl(PRIOR_FLOOR)
+            == 0.0
+            == policy_kl(*tree.training_target()[:2], *tree.root_priors())
+        )
+        moves = list(board.legal_moves)[:3] if i % 2 else None
+        for sims in (3, 40, 200):
+            search(tree, HashEvaluator(), sims, moves=moves)
+            target = tree.training_target()
+            for floor in (PRIOR_FLOOR, 0.05):
+                expected = policy_kl(target.indices, target.probs, *tree.root_priors(), floor=floor)
+                assert tree.target_kl(floor) == pytest.approx(expected, rel=1e-12, abs=1e-15)
+                checked += expected > 0
+    assert checked >= 30
 
 
 def test_unbounded_searches_stop_alike() -> None:

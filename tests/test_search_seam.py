@@ -161,6 +161,12 @@ def test_a_result_crosses_the_seam_whole():
     target = tree.training_target()
     for field, source in TARGET_FIELDS.items():
         assert np.array_equal(getattr(target, field), getattr(result, source), equal_nan=True)
+    # self-play's call every move asks for those fields alone; a name the table lacks is refused
+    assert list(tree.core.result(0, False, list(TARGET_FIELDS.values()))) == [
+        name for name in _names(_native.result_fields()) if name in TARGET_FIELDS.values()
+    ]
+    with pytest.raises(ValueError, match="a field a result does not have"):
+        tree.core.result(0, False, ["value", "best"])
 
 
 def test_apply_batch_refuses_outputs_that_do_not_fit_the_batch():

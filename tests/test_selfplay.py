@@ -362,6 +362,60 @@ def test_ready_answers_are_the_nets_own_logits_of_each_rows_moves() -> None:
     assert ready.spent_s > 0
 
 
+BASELINE = Path(__file__).resolve().parents[1] / "benchmarks/results/native/selfplay-small.json"
+
+
+def test_bench_selfplay_reads_a_run_against_its_baseline(tmp_path: Path) -> None:
+    from frugalzero.bench.selfplay import BASELINE_FIGURES, against_baseline, read_baseline
+    from frugalzero.errors import UserError
+
+    then = {"arch": "small", "games": 256, "sims_per_move": 64, "precision": "bf16"}
+    then |= {"search_cpu_us_per_simulation": 4.0, "simulations_per_s_answers_ready": 100000.0}
+    then |= {"sims_over_net": 0.9, "client_cpu_us_per_simulation": 8.0}
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps({"commit": "abc1234", "machine": "m", "result": then}))
+    record = read_baseline(str(path))
+    now = then | {"search_cpu_us_per_simulation": 5.0, "simulations_per_s_answers_ready": 80000.0}
+    against = against_baseline(now, record)
+    assert (against["commit"], against["machine"]) == ("abc1234", "m")
+    assert against["search_cpu_us_per_simulation"] == {
+        "baseline": 4.0,
+        "now": 5.0,
+        "now_over_baseline": 1.25,
+    }
+    assert against["simulations_per_s_answers_ready"]["now_over_baseline"] == 0.8
+    assert against["sims_over_net"]["now_over_baseline"] == 1.0
+    assert set(against) == {"commit", "machine", *BASELINE_FIGURES}
+    path.write_text(json.dumps(then))  # the bench's own JSON, as --json printed it
+    assert against_baseline(now, read_baseline(str(path)))["commit"] is None
+    with pytest.raises(UserError, match="measured with sims_per_move 64, this run with 32"):
+        against_baseline(now | {"sims_per_move": 32}, record)
+    path.write_text(json.dumps({"result": {"arch": "small"}}))
+    with pytest.raises(UserError, match="no bench selfplay result"):
+        read_baseline(str(path))
+    with pytest.raises(UserError, match="cannot read the baseline"):
+        read_baseline(str(tmp_path / "missing.json"))
+
+
+def test_the_committed_baseline_is_bench_selfplay_arch_small() -> None:
+    """benchmarks/results/native/selfplay-small.json compares with ``bench selfplay --arch small``
+    as it runs by default (the settings it was measured with are those of the command)."""
+    import argparse
+
+    from frugalzero.bench import selfplay as bench
+
+    record = bench.read_baseline(str(BASELINE))
+    assert record["command"].startswith("frugalzero bench selfplay --arch small")
+    assert record["commit"] and record["machine"]
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    args = parser.parse_args(["--arch", "small"])
+    defaults = {"arch": args.arch, "games": args.games, "groups": args.groups}
+    defaults |= {"batch": args.games // args.groups, "sims_per_move": args.sims}
+    assert {key: record["result"][key] for key in defaults} == defaults
+    assert record["result"]["method"] == "selfplay" and record["result"]["device"] == "cpu"
+
+
 @pytest.mark.slow
 def test_bench_selfplay_measures_worker_layouts_in_one_run() -> None:
     result = _bench_selfplay("--workers", "1,2")

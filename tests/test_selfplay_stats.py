@@ -144,6 +144,44 @@ def test_root_priors_are_the_networks_before_the_noise(tiny_net) -> None:
     assert kl > 0 and math.isfinite(kl)
 
 
+def test_self_play_reads_the_root_kl_from_the_core_in_one_call_a_move(monkeypatch) -> None:
+    """The per-move root KL is the core's ``target_kl``: the Python definition and the arrays
+    it reads (``policy_kl``, ``root_priors``) cost most of the 20% of the search's own CPU
+    that issue 71 found lost, so they stay off self-play's path; the sum is the definition's."""
+    from frugalzero.search.native import NativeTree
+    from frugalzero.search.uniform import HashEvaluator
+    from frugalzero.selfplay import game
+
+    def off_the_path(*_args, **_kwargs):
+        raise AssertionError("self-play's per-move path reached the Python root KL")
+
+    calls = []
+
+    def by_definition(tree, floor):
+        calls.append(floor)
+        target = tree.training_target()
+        return policy_kl(target.indices, target.probs, *tree.root_priors(), floor=floor)
+
+    config = SelfPlayConfig(games=2, concurrent=2, max_plies=10, search=SearchConfig(simulations=8))
+    core: list[GameRecord] = []
+    python: list[GameRecord] = []
+    monkeypatch.setattr(NativeTree, "root_priors", off_the_path)
+    monkeypatch.setattr(game, "policy_kl", off_the_path, raising=False)
+    play_games(HashEvaluator(), game_starts(config), config, core.append)
+    monkeypatch.undo()
+    monkeypatch.setattr(NativeTree, "target_kl", by_definition)
+    play_games(HashEvaluator(), game_starts(config), config, python.append)
+    plies = sum(int(r.extra[KL_PLIES]) for r in core)
+    assert len(calls) == plies > 0 and set(calls) == {PRIOR_FLOOR}
+    for a, b in zip(sorted(core, key=_id), sorted(python, key=_id), strict=True):
+        assert a.moves == b.moves
+        assert float(a.extra[KL_SUM]) == pytest.approx(float(b.extra[KL_SUM]), rel=1e-12)
+
+
+def _id(record: GameRecord) -> str:
+    return record.game_id
+
+
 def test_a_real_game_measures_its_root_kl_and_keeps_it_through_a_shard(tiny_net, tmp_path):
     from frugalzero.nn.evaluator import Evaluator
 

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string>
 #include <type_traits>
 
 #include "python/arrays.h"
@@ -61,12 +62,22 @@ nb::object to_python(std::vector<fz::RootLineData> lines) {
     return out;
 }
 
-// Every field of FZ_RESULT_FIELDS by its name: what NativeTree.result makes a SearchResult of.
-nb::dict result_dict(fz::ResultData r) {
+// Every field of FZ_RESULT_FIELDS by its name: what NativeTree.result makes a SearchResult of;
+// with ``only``, those fields alone (self-play's target every move: no arrays it does not read).
+nb::dict result_dict(fz::ResultData r, const std::optional<std::vector<std::string>>& only) {
     nb::dict d;
-#define FZ_RESULT_ITEM(type, name) d[#name] = to_python(std::move(r.name));
+    size_t found = 0;
+    auto wanted = [&](const char* name) {
+        if (!only) return true;
+        const bool in = std::find(only->begin(), only->end(), name) != only->end();
+        found += in;
+        return in;
+    };
+#define FZ_RESULT_ITEM(type, name) \
+    if (wanted(#name)) d[#name] = to_python(std::move(r.name));
     FZ_RESULT_FIELDS(FZ_RESULT_ITEM)
 #undef FZ_RESULT_ITEM
+    if (only && found != only->size()) throw nb::value_error("only names a field a result does not have");
     return d;
 }
 
@@ -283,10 +294,15 @@ void bind_tree(nb::module_& m) {
             fz::Status s = t.root_status(draw_repetitions, fifty_move_draw);
             return nb::make_tuple(ending_name(s.ending), s.value);
         }, "draw_repetitions"_a = 3, "fifty_move_draw"_a = true)
-        .def("result", [](const fz::Tree& t, int lines, bool pv) { return result_dict(t.result(lines, pv)); },
-             "lines"_a = 1, "pv"_a = true,
+        .def("result", [](const fz::Tree& t, int lines, bool pv,
+                          const std::optional<std::vector<std::string>>& only) {
+            return result_dict(t.result(lines, pv), only);
+        }, "lines"_a = 1, "pv"_a = true, "only"_a.none() = nb::none(),
              "the search's outcome: FZ_RESULT_FIELDS by name (without ``pv``, no principal "
-             "variations: self-play's record)")
+             "variations; with ``only``, just those fields: self-play's record)")
+        .def("target_kl", &fz::Tree::target_kl, "floor"_a,
+             "KL(the search's target || the root's priors before noise) in nats, priors "
+             "floored at ``floor``: self-play's root KL (selfplay.stats.policy_kl)")
         .def("best_slot", &fz::Tree::best_slot)
         .def("leader", &fz::Tree::leader)
         .def("choice_visits", [](const fz::Tree& t) { return to_numpy(t.choice_visits()); })

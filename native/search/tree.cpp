@@ -1203,6 +1203,39 @@ std::vector<double> Tree::policy() const {
     return visits;
 }
 
+void Tree::search_target(const std::vector<double>& policy, std::vector<int>& slots,
+                         std::vector<float>& probs) const {
+    const int n = nodes_[size_t(root_)].count;
+    for (int s = 0; s < n; ++s) {
+        if (policy[size_t(s)] > 0) {
+            slots.push_back(s);
+            probs.push_back(float(policy[size_t(s)]));
+        }
+    }
+    float total = pairwise_sum_f(probs.data(), probs.size());
+    for (float& p : probs) p = p / total;
+}
+
+double Tree::target_kl(double floor) const {
+    if (nodes_[size_t(root_)].state != EXPANDED) return 0.0;
+    std::vector<int> slots;
+    std::vector<float> probs;
+    search_target(policy(), slots, probs);
+    // policy_kl's terms in its order and arithmetic (float64 of the float32 target and prior,
+    // the prior floored, NumPy's pairwise sum), over the target moves with a share left
+    const Edge* E = edges_of(root_);
+    std::vector<double> terms;
+    terms.reserve(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+        const double t = double(probs[i]);
+        if (!(t > 0.0)) continue;
+        const double q = std::max(double(E[slots[i]].prior), floor);
+        terms.push_back(t * std::log(t / q));
+    }
+    if (terms.empty()) return 0.0;
+    return std::max(pairwise_sum(terms.data(), terms.size()), 0.0);
+}
+
 ResultData Tree::result(int lines, bool with_pv) const {
     ResultData r;
     const Node& root = nodes_[size_t(root_)];
@@ -1222,16 +1255,10 @@ ResultData Tree::result(int lines, bool with_pv) const {
             if (ch >= 0 && nodes_[size_t(ch)].proven) r.q[size_t(s)] = -nodes_[size_t(ch)].proven;
         }
         r.policy = policy();
-        std::vector<float> probs;
-        for (int s = 0; s < n; ++s) {
-            if (r.policy[size_t(s)] > 0) {
-                r.target_indices.push_back(L[s].index);
-                probs.push_back(float(r.policy[size_t(s)]));
-            }
-        }
-        float total = pairwise_sum_f(probs.data(), probs.size());
-        for (float& p : probs) p = p / total;
-        r.target_probs = std::move(probs);
+        std::vector<int> slots;
+        search_target(r.policy, slots, r.target_probs);
+        r.target_indices.reserve(slots.size());
+        for (int s : slots) r.target_indices.push_back(L[s].index);
         const int best = best_slot();
         if (best >= 0) r.best_move = E[best].move;
         if (best >= 0 && lines >= 1) {

@@ -195,6 +195,11 @@ public:
     // -- reading the search ----------------------------------------------------------------------
     // ``lines`` root lines; without ``pv`` no principal variation (self-play's targets)
     ResultData result(int lines, bool with_pv = true) const;
+    // KL(the search's target || the network's priors at the root) in nats: self-play's root
+    // KL (frugalzero.selfplay.stats.policy_kl, ``floor`` its PRIOR_FLOOR) over result()'s
+    // target and the root's priors before noise, in one call a move (issue 71); 0 before the
+    // root is expanded
+    double target_kl(double floor) const;
     int best_slot() const;
     // (most visited root move, its lead over the runner-up; infinite for an only move)
     std::pair<int, double> leader() const;
@@ -263,6 +268,10 @@ private:
 
     // results
     std::vector<double> policy() const;
+    // the search's target from the root's ``policy()``: the slots with a share of it, and their
+    // probabilities (float, normalised as self-play records them)
+    void search_target(const std::vector<double>& policy, std::vector<int>& slots,
+                       std::vector<float>& probs) const;
     std::vector<double> improved_policy(int node) const;
     int best_child(int node) const;
     int winning_slot(int node) const;

@@ -296,6 +296,9 @@ FZ_TEST(fuzz_search_trees) {
             float total = 0.0f;
             for (float p : result.target_probs) total += p;
             CHECK(result.target_probs.empty() || std::fabs(total - 1.0f) < 1e-3f);
+            // the root KL: finite and never negative under self-play's floor or a large one
+            const double kl = tree.target_kl(ctx.below(2) ? 1e-9 : 0.5);
+            CHECK(std::isfinite(kl) && kl >= 0.0);
             tree.leader();
             tree.choice_visits();
             const int best = tree.best_slot();

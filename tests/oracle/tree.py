@@ -49,6 +49,7 @@ from frugalzero.search.puct import (
     temper_priors,
 )
 from frugalzero.search.types import RootLine, SearchResult, SearchTarget
+from frugalzero.selfplay.stats import policy_kl
 
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 _NEG_INF = -math.inf
@@ -354,6 +355,12 @@ class SearchTree:
         if root.state != EXPANDED:
             return np.zeros(0, np.int64), np.zeros(0)
         return root.indices.astype(np.int64), np.asarray(root.raw)
+
+    def target_kl(self, floor: float) -> float:
+        """``NativeTree.target_kl``: the definition itself, ``policy_kl`` of the training
+        target against the root's priors."""
+        target = self.training_target()
+        return policy_kl(target.indices, target.probs, *self.root_priors(), floor=floor)
 
     def choose_move(
         self, ply: int | None = None, temperature: float | None = None

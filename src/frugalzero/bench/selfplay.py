@@ -28,6 +28,12 @@ and ``int8_over_bf16``, the median over the rounds of int8's simulations/s over 
 ``--workers 1,2`` measures the multi-process layout instead, each count in turn round by round:
 that many worker processes, each playing ``--games`` games, on one shared inference process
 (as ``frugalzero selfplay --workers N`` runs them), against the same raw evaluator stream.
+
+``--baseline FILE`` compares the run with a committed record of the same command
+(``benchmarks/results/native/selfplay-small.json`` for ``--arch small``, the last release's
+figures on its machine): ``against_baseline`` holds each headline figure then and now and their
+ratio, so a change that slows the search shows in the run that measures it (issue 71: a per-move
+Python statistic cost 20% of the search's CPU, unseen for weeks).
 """
 
 from __future__ import annotations
@@ -40,6 +46,27 @@ from dataclasses import replace
 from typing import Any
 
 from frugalzero.nn.config import ARCHITECTURES
+
+BASELINE_FIGURES = (
+    "search_cpu_us_per_simulation",
+    "simulations_per_s_answers_ready",
+    "sims_over_net",
+    "client_cpu_us_per_simulation",
+)
+"""The figures ``--baseline`` compares: the search's own CPU a simulation and its speed on ready
+answers, simulations/s over the bare net measured in the same run, and the search's CPU while
+it waits for the net."""
+BASELINE_SETTINGS = (
+    "arch",
+    "games",
+    "batch",
+    "groups",
+    "sims_per_move",
+    "method",
+    "device",
+    "precision",
+)
+"""What a baseline must have been measured with to be compared at all."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,6 +102,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         help="comma-separated worker counts (e.g. 1,2): worker processes on one shared "
         "inference process, measured in alternating rounds",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="a record of this command measured before (JSON: the bench's output, or a record "
+        "with it under 'result', as benchmarks/results/native/selfplay-small.json for --arch "
+        "small): adds 'against_baseline', each headline figure then and now and now/then",
     )
 
 
@@ -171,13 +205,67 @@ class _SelfPlay:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from frugalzero.errors import UserError
+
     precisions = args.precision.split(",")
+    baseline = None
+    if args.baseline:
+        if args.workers or len(precisions) > 1:
+            raise UserError("bench selfplay: --baseline compares one layout and one precision")
+        baseline = read_baseline(args.baseline)  # a bad file is refused before the run
     if args.workers:
         if len(precisions) > 1:
-            from frugalzero.errors import UserError
-
             raise UserError("bench selfplay: --workers takes one --precision")
         return run_workers(args)
+    result = _run(args, precisions)
+    if baseline is not None:
+        result["against_baseline"] = against_baseline(result, baseline)
+    return result
+
+
+def read_baseline(path: str) -> dict[str, Any]:
+    """A baseline record: the bench's JSON, or a record holding it under ``result`` (with its
+    ``command``, ``commit`` and ``machine``); a UserError on one line when it is none."""
+    import json
+    from pathlib import Path
+
+    from frugalzero.errors import UserError
+
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"bench selfplay: cannot read the baseline {path}: {exc}") from None
+    result = record.get("result", record) if isinstance(record, dict) else None
+    missing = [k for k in BASELINE_FIGURES if not isinstance(result, dict) or k not in result]
+    if missing:
+        raise UserError(f"bench selfplay: {path} is no bench selfplay result (no {missing[0]})")
+    return record
+
+
+def against_baseline(result: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """This run's headline figures against a baseline record of the same settings: each one
+    then, now and now/then (above 1 for a CPU per simulation is slower, below 1 for a rate)."""
+    from frugalzero.errors import UserError
+
+    then = record.get("result", record)
+    for key in BASELINE_SETTINGS:
+        if key in then and then[key] != result.get(key):
+            raise UserError(
+                f"bench selfplay: the baseline was measured with {key} {then[key]}, "
+                f"this run with {result.get(key)}"
+            )
+    figures: dict[str, Any] = {
+        "commit": record.get("commit"),
+        "machine": record.get("machine"),
+    }
+    for key in BASELINE_FIGURES:
+        before, now = then[key], result[key]
+        ratio = round(now / before, 3) if before else None
+        figures[key] = {"baseline": before, "now": now, "now_over_baseline": ratio}
+    return figures
+
+
+def _run(args: argparse.Namespace, precisions: list[str]) -> dict[str, Any]:
     from frugalzero.bench.timing import median
 
     net, config, evaluator_config, stream, batch = _setup(args)

@@ -13,7 +13,7 @@ from frugalzero.data.records import GameRecord, PlyTarget
 from frugalzero.errors import UserError
 from frugalzero.search.driver import new_tree
 from frugalzero.selfplay.config import SelfPlayConfig
-from frugalzero.selfplay.stats import FULL_SEARCHES, KL_PLIES, KL_SUM, policy_kl
+from frugalzero.selfplay.stats import FULL_SEARCHES, KL_PLIES, KL_SUM, PRIOR_FLOOR
 
 RESIGNATION, ADJUDICATED = "resignation", "move limit"
 
@@ -102,7 +102,7 @@ class SelfPlayGame:
         if self.full_search:
             value = min(max(float(searched.value), -1.0), 1.0)
             self.targets.append(PlyTarget(searched.indices, searched.probs, search_value=value))
-            self.kl_sum += policy_kl(searched.indices, searched.probs, *tree.root_priors())
+            self.kl_sum += tree.target_kl(PRIOR_FLOOR)  # policy_kl, in the core
             self.kl_plies += 1
         else:
             self.targets.append(None)

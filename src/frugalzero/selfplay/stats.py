@@ -35,18 +35,21 @@ def policy_kl(
     target_probs: np.ndarray,
     prior_indices: np.ndarray,
     priors: np.ndarray,
+    floor: float = PRIOR_FLOOR,
 ) -> float:
     """KL(search target || network priors) in nats, over the target's moves (policy indices):
     how much the search changed the network's mind, the signal its policy learns from (0: the
-    search only repeated the network). A target move missing from the priors counts as
-    PRIOR_FLOOR; float rounding that puts near-agreement a hair below 0 counts as 0."""
+    search only repeated the network). A prior below ``floor`` (a target move missing from
+    the priors too) counts as ``floor``; float rounding that puts near-agreement a hair below
+    0 counts as 0. The definition: self-play reads it from the core (``NativeTree.target_kl``,
+    the same arithmetic in C++), held to this function by tests/test_search_native.py."""
     probs = np.asarray(target_probs, dtype=np.float64)
     lookup = dict(zip(np.asarray(prior_indices).tolist(), np.asarray(priors).tolist()))
     prior = np.array([lookup.get(i, 0.0) for i in np.asarray(target_indices).tolist()])
     keep = probs > 0
     if not keep.any():
         return 0.0
-    t, q = probs[keep], np.maximum(prior[keep], PRIOR_FLOOR)
+    t, q = probs[keep], np.maximum(prior[keep], floor)
     return max(float(np.sum(t * np.log(t / q))), 0.0)
 
 
