@@ -23,15 +23,20 @@ import torch
 
 from frugalzero.nn import int8_backend
 from frugalzero.nn.quantize import (
+    MIXED,
+    PLAIN,
     calibration_planes,
-    calibration_recipe,
     int8_model,
     lower_int8,
     quantize_int8,
+    recipe_record,
 )
 from frugalzero.runtime.interpreter import own_code_env
 
 SLOW = pytest.mark.slow  # torchao's import alone takes 2 s, a package 25 s to build
+BF16_CONVS = ("stem.0.0", "tower.0.conv1.0", "policy.0.0", "policy.2", "value.0.0")
+BF16_LINEARS = ("value.3", "value.5")
+"""The convolutions and linear layers ``MIXED`` keeps in bf16 in a ResNet."""
 
 
 def _ops(graph: torch.fx.GraphModule) -> Counter:
@@ -56,7 +61,7 @@ def package(tiny_net):
 
     built = int8_model(tiny_net, compile=True)
     assert built.graph == "aoti"
-    key = int8_cache.package_key(tiny_net, calibration_recipe())
+    key = int8_cache.package_key(tiny_net, recipe_record(tiny_net))
     return int8_cache.folder() / f"{key}.pt2"
 
 
@@ -66,9 +71,11 @@ def test_quantize_gives_pt2e_reference_graph(tiny_net, quantized, planes):
     convs = sum(isinstance(m, torch.nn.Conv2d) for m in tiny_net.modules())
     linears = sum(isinstance(m, torch.nn.Linear) for m in tiny_net.modules())
     assert ops["aten.conv2d.default"] == convs and ops["aten.linear.default"] == linears
-    # every weight dequantized per channel, activations quantized per tensor
-    assert ops["quantized_decomposed.dequantize_per_channel.default"] == convs + linears
-    assert ops["quantized_decomposed.quantize_per_tensor.default"] >= convs
+    # every weight but the bf16 layers' (MIXED) dequantized per channel, the int8 layers'
+    # activations quantized per tensor
+    int8_convs, int8_linears = convs - len(BF16_CONVS), linears - len(BF16_LINEARS)
+    assert ops["quantized_decomposed.dequantize_per_channel.default"] == int8_convs + int8_linears
+    assert ops["quantized_decomposed.quantize_per_tensor.default"] >= int8_convs
     with torch.inference_mode():
         policy, value = quantized(planes)
         want_policy, want_value = tiny_net(planes)
@@ -77,13 +84,90 @@ def test_quantize_gives_pt2e_reference_graph(tiny_net, quantized, planes):
     assert not torch.equal(value, want_value)  # quantized: not the float net's own numbers
 
 
+def _layer_of(graph: torch.fx.GraphModule, module: str) -> torch.fx.Node:
+    """The convolution or linear layer of ``module`` in ``graph``."""
+    nodes = [n for n in graph.graph.nodes if int8_backend.module_of(n) == module]
+    nodes = [n for n in nodes if "conv" in str(n.target) or "linear" in str(n.target)]
+    assert len(nodes) == 1
+    return nodes[0]
+
+
+def _bf16_cast(node: object) -> bool:
+    return (
+        isinstance(node, torch.fx.Node)
+        and node.target == torch.ops.aten._to_copy.default
+        and node.kwargs.get("dtype") == torch.bfloat16
+    )
+
+
+@SLOW
+def test_the_recipe_keeps_its_bf16_layers_bf16_and_the_residual_adds_float(tiny_net):
+    """``MIXED`` on a ResNet, in the converted graph and lowered: the stem's, the first block's
+    first and both heads' convolutions and linear layers take bf16 input, weight and bias, no
+    int8 weight, and give fp32 back; each block's add takes the float residual stream, not a
+    dequantized one, and stays out of the int8 convolution. ``PLAIN`` quantizes all of them."""
+    aten = torch.ops.aten
+    dequantize = torch.ops.quantized_decomposed.dequantize_per_tensor.default
+    convs = sum(isinstance(m, torch.nn.Conv2d) for m in tiny_net.modules())
+    linears = sum(isinstance(m, torch.nn.Linear) for m in tiny_net.modules())
+    blocks = tiny_net.config.blocks
+    assert MIXED.modes(tiny_net) == {
+        "stem": "bf16",
+        "tower.0.conv1": "bf16",
+        "policy": "bf16",
+        "value": "bf16",
+        **{f"tower.{i}.conv2": "alone" for i in range(blocks)},
+    }
+    plain, mixed = quantize_int8(tiny_net, recipe=PLAIN), quantize_int8(tiny_net, recipe=MIXED)
+    int8_layers = convs + linears - len(BF16_CONVS) - len(BF16_LINEARS)
+    for graph, int8_weights in ((plain, convs + linears), (mixed, int8_layers)):
+        assert _ops(graph)["quantized_decomposed.dequantize_per_channel.default"] == int8_weights
+    for module in BF16_CONVS + BF16_LINEARS:
+        layer = _layer_of(mixed, module)
+        assert layer.target in (aten.conv2d.default, aten.linear.default)
+        x, weight, bias = layer.args[:3]
+        assert _bf16_cast(x) and _bf16_cast(weight) and _bf16_cast(bias)
+        assert weight.args[0].op == "get_attr"  # the float weight itself, not a dequantized one
+        [back] = layer.users
+        assert back.target == aten._to_copy.default and back.kwargs["dtype"] == torch.float32
+        assert not _bf16_cast(_layer_of(plain, module).args[1])
+    for graph, skips_dequantized in ((plain, True), (mixed, False)):
+        adds = [n for n in graph.graph.nodes if n.target == aten.add.Tensor]
+        assert len(adds) == blocks
+        assert all((a.args[0].target == dequantize) is skips_dequantized for a in adds)
+
+    lowered = lower_int8(mixed)
+    ops = _ops(lowered)
+    assert ops["mkldnn._convolution_pointwise.default"] == len(BF16_CONVS)
+    assert ops["onednn.qconv_pointwise.default"] == convs - len(BF16_CONVS)
+    assert ops["onednn.qlinear_pointwise.default"] == linears - len(BF16_LINEARS)
+    assert ops["onednn.qconv2d_pointwise.binary"] == 0 and ops["aten.add.Tensor"] == blocks
+    for module in BF16_CONVS + BF16_LINEARS:
+        layer = _layer_of(lowered, module)
+        assert _bf16_cast(layer.args[0])
+        assert getattr(lowered, layer.args[1].target).dtype == torch.bfloat16
+    ops = _ops(lower_int8(plain))
+    assert ops["onednn.qconv2d_pointwise.binary"] == blocks
+    assert ops["onednn.qlinear_pointwise.default"] == linears
+
+
+@SLOW
+def test_a_mode_for_a_module_the_net_lacks_is_refused(tiny_net):
+    calibration = torch.from_numpy(np.array(calibration_planes("always")[:8]))
+    with pytest.raises(ValueError, match="no module 'stem.9'"):
+        int8_backend.quantize(tiny_net, calibration, 8, {"stem.9": int8_backend.FLOAT})
+    with pytest.raises(ValueError, match="no int8 mode 'fp8'"):
+        int8_backend.quantize(tiny_net, calibration, 8, {"stem": "fp8"})
+    with pytest.raises(ValueError, match="no observer"):
+        int8_backend.quantize(tiny_net, calibration, 8, observer="percentile")
+
+
 @SLOW
 def test_lower_gives_onednn_int8_ops_and_the_same_answers(quantized, planes):
     lowered = lower_int8(quantized)
     ops = _ops(lowered)
     assert ops["onednn.qconv_pointwise.default"] + ops["onednn.qconv2d_pointwise.binary"] > 0
-    assert ops["onednn.qlinear_pointwise.default"] > 0
-    assert "aten.conv2d.default" not in ops
+    assert "aten.conv2d.default" not in ops and "aten.linear.default" not in ops
     assert "quantized_decomposed.dequantize_per_channel.default" not in ops  # prepacked
     with torch.inference_mode():
         for rows in (1, 3, 40):  # any batch size

@@ -136,6 +136,30 @@ def test_the_key_follows_the_weights_the_calibration_torch_and_the_cpu(tiny_net,
     assert int8_cache.package_key(tiny_net, recipe) != key
 
 
+def test_the_key_follows_the_recipe(tiny_net):
+    """Each part of how a net is quantized enters its package's key: the modules' modes, the
+    observer, the calibration positions; the net's own recipe is ``MIXED`` for a ResNet."""
+    from dataclasses import replace
+
+    from frugalzero.nn.int8_backend import BF16, FLOAT
+    from frugalzero.nn.quantize import MIXED, PLAIN, recipe_record
+
+    key = int8_cache.package_key(tiny_net, recipe_record(tiny_net))
+    assert int8_cache.package_key(tiny_net, recipe_record(tiny_net, MIXED)) == key
+    others = [
+        PLAIN,
+        replace(MIXED, observer="histogram"),
+        replace(MIXED, positions=2 * MIXED.positions),
+        replace(MIXED, modules=(("stem", FLOAT), *MIXED.modules[1:])),
+        replace(MIXED, modules=(*MIXED.modules, ("policy.2", BF16))),
+    ]
+    keys = {int8_cache.package_key(tiny_net, recipe_record(tiny_net, r)) for r in others}
+    assert len(keys) == len(others) and key not in keys
+    # a pattern that names no module of this net changes nothing: the modes are the key's
+    unmatched = replace(MIXED, modules=(*MIXED.modules, ("body.*", FLOAT)))
+    assert int8_cache.package_key(tiny_net, recipe_record(tiny_net, unmatched)) == key
+
+
 def test_int8_without_torchao_and_no_package_is_one_line(tiny_net, cache, monkeypatch):
     import importlib.util
 
@@ -259,10 +283,10 @@ def test_a_corrupt_package_is_detected_and_rebuilt(tiny_net, monkeypatch):
     import torch
 
     from frugalzero.nn import int8_backend
-    from frugalzero.nn.quantize import calibration_recipe
+    from frugalzero.nn.quantize import recipe_record
 
     _runner(tiny_net, "int8", compile=True)  # cached
-    path = int8_cache.folder() / f"{int8_cache.package_key(tiny_net, calibration_recipe())}.pt2"
+    path = int8_cache.folder() / f"{int8_cache.package_key(tiny_net, recipe_record(tiny_net))}.pt2"
     good = path.read_bytes()
     bad = bytearray(good)
     bad[len(bad) // 2] ^= 0xFF

@@ -34,6 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "each against its own matmul peak: reference_*, over_reference; with --compare, the "
         "reference's precision",
     )
+    parser.add_argument(
+        "--plain-int8",
+        action="store_true",
+        help="with --precision int8: also time the int8 net with every layer int8 (the recipe "
+        "before issue 71's, nn.quantize.PLAIN) in the same rounds: plain_int8_positions_per_s, "
+        "over_plain_int8",
+    )
     parser.add_argument("--backend", default="auto", choices=["auto", "process", "inline"])
     parser.add_argument("--compile", default="auto", choices=["auto", "on", "off"])
     parser.add_argument("--threads", type=int, default=0, help="0 = the evaluator's default")
@@ -77,7 +84,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig, pack_inputs
     from frugalzero.nn.model import PolicyValueNet
     from frugalzero.nn.throughput import BareNet
-    from frugalzero.runtime.timing import rate
+    from frugalzero.runtime.timing import best_rate, rate
 
     torch.manual_seed(0)
     net_config = architecture(args.arch)
@@ -122,9 +129,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 pack_inputs([net_input_from_board(b) for b in batch])
 
         onnx = _onnx_forward(net, planes.cpu().numpy(), evaluator.threads) if args.onnx else None
+        plain = _plain_int8(runner, planes) if args.plain_int8 and reference else None
         evaluate_stream()
         rounds: dict[str, list[float]] = {"peak": [], "net": [], "eval": [], "client": []}
-        rounds["onnx"], rounds["ref_peak"], rounds["ref_net"] = [], [], []
+        rounds["onnx"], rounds["ref_peak"], rounds["ref_net"], rounds["plain"] = [], [], [], []
         for _ in range(args.rounds):
             rounds["peak"].append(matmul_gflops(runner.dtype, runner.device, min_seconds=0.2))
             rounds["net"].append(bare.positions_per_s())
@@ -132,6 +140,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 ref = reference.runner
                 rounds["ref_peak"].append(matmul_gflops(ref.dtype, ref.device, min_seconds=0.2))
                 rounds["ref_net"].append(reference.positions_per_s())
+            if plain is not None:
+                rounds["plain"].append(best_rate(plain, args.batch))
             if onnx is not None:
                 rounds["onnx"].append(rate(onnx, args.batch, min_seconds=0.3))
             rounds["eval"].append(rate(evaluate_stream, len(stream) * args.batch, 0.3, warmup=0))
@@ -145,6 +155,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         extra["onnx_over_net"] = round(median(ratios), 3)
     if reference is not None:
         extra.update(_reference(reference, rounds, flops))
+    if rounds["plain"]:
+        extra["plain_int8_positions_per_s"] = round(median(rounds["plain"]), 1)
+        ratios = [n / p for n, p in zip(rounds["net"], rounds["plain"])]
+        extra["over_plain_int8"] = round(median(ratios), 3)
     # int8: this process's own quantize and compile of the bare net (the evaluator's inference
     # process paid the same once)
     extra.update({f"int8_{k}": round(v, 2) for k, v in runner.timings.items()})
@@ -300,6 +314,24 @@ def _reference(reference, rounds: dict[str, list[float]], flops: int) -> dict:
             median([n / r for n, r in zip(rounds["net"], rounds["ref_net"])]), 3
         ),
     }
+
+
+def _plain_int8(runner, planes):
+    """A call that runs ``planes`` through ``runner``'s net quantized with every layer int8
+    (``nn.quantize.PLAIN``), built as the runner built its own (compiled or lowered), run as
+    the runner runs an int8 net (channels-last, no autocast)."""
+    import torch
+
+    from frugalzero.nn.quantize import PLAIN, int8_model
+
+    model = int8_model(runner.net, compile=runner.int8_graph == "aoti", recipe=PLAIN).model
+    x = planes.contiguous(memory_format=torch.channels_last) if runner.channels_last else planes
+
+    def forward() -> None:
+        with torch.inference_mode():
+            model(x)
+
+    return forward
 
 
 def _onnx_forward(net, planes, threads: int):

@@ -25,8 +25,9 @@ import contextlib
 import logging
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import torch
 
@@ -46,6 +47,24 @@ MODEL_SUFFIXES = (".so", ".cpp", ".json")
 """What the model's folder (``data/aotinductor/model/``) may hold: the library, its source and
 their metadata. Anything else (weights beside the library, a pickled program) is refused."""
 INSTALL = "precision 'int8' needs torchao: pip install 'frugalzero[int8]'"
+FLOAT = "float"
+"""A module's mode (``quantize``): not quantized; its convolutions and linear layers run in
+fp32, and with them what follows them inside the module (its batch norm, folded in)."""
+BF16 = "bf16"
+"""Not quantized, its convolutions and linear layers run in bf16 (input, weights and bias
+cast; the output cast back to fp32): a float layer where int8's error is too large (a stem
+whose per-channel weight scale follows a few large weights), at bf16's rate, half int8's on
+the CPUs int8 is for (benchmarks/int8/README.md: bf16 matmul 382 GFLOP/s, int8 755 GOP/s)."""
+ALONE = "alone"
+"""Quantized on its own: its input and weights int8, its output float, and what follows it
+outside the module (a residual block's add and relu after its second convolution) in float
+rather than fused into the int8 op, whose fused add takes its other input (the residual
+stream) quantized: the residual stream stays float from block to block."""
+MODES = (FLOAT, BF16, ALONE)
+OBSERVERS = ("minmax", "histogram")
+"""How an activation's int8 range is set from the calibration positions: the extremes seen
+(``MinMaxObserver``), or the range with the least squared error over what was seen
+(``HistogramObserver``, torchao's default), which clips the rare large values."""
 
 # inductor's lowering of the int8 convolutions builds a tensor from a tensor: a harmless
 # warning at every compile of an int8 graph
@@ -75,31 +94,103 @@ def torchao_version() -> str:
         return "none"
 
 
-def quantize(net: torch.nn.Module, calibration: torch.Tensor, chunk: int) -> torch.fx.GraphModule:
+def quantize(
+    net: torch.nn.Module,
+    calibration: torch.Tensor,
+    chunk: int,
+    modules: Mapping[str, str] = MappingProxyType({}),
+    observer: str = "minmax",
+) -> torch.fx.GraphModule:
     """``net`` (float32, eval mode; not changed) exported with a dynamic batch, observed on
     ``calibration`` (``chunk`` positions a pass, the first chunk the export's example) and
-    converted: PT2E static quantization with torchao's ``X86InductorQuantizer`` default
-    (per-channel symmetric int8 weights, uint8 activations, histogram observers). The result
-    is the reference graph: ``quantized_decomposed`` quantize / dequantize ops around float
-    convolutions and linear layers."""
+    converted: PT2E static quantization with torchao's ``X86InductorQuantizer`` (per-channel
+    symmetric int8 weights, uint8 activations whose ranges ``observer`` sets: ``OBSERVERS``),
+    except the ``modules`` (``net.named_modules()`` names) each quantized as its mode says
+    (``MODES``). The result is the reference graph: ``quantized_decomposed`` quantize /
+    dequantize ops around float convolutions and linear layers (bf16 ones for ``BF16``)."""
+    from dataclasses import replace
+
     require()
+    if observer not in OBSERVERS:
+        raise ValueError(f"no observer {observer!r}; choose from {', '.join(OBSERVERS)}")
     with quiet():
+        from torchao.quantization.pt2e.observer import HistogramObserver, MinMaxObserver
         from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
         from torchao.quantization.pt2e.quantizer.x86_inductor_quantizer import (
             X86InductorQuantizer,
             get_default_x86_inductor_quantization_config,
         )
 
+    config = get_default_x86_inductor_quantization_config()
+    kind = {"minmax": MinMaxObserver, "histogram": HistogramObserver}[observer]
+    activations = replace(
+        config.input_activation, observer_or_fake_quant_ctr=kind.with_args(eps=2**-12)
+    )
+    config = replace(config, input_activation=activations, output_activation=activations)
+    named = dict(net.named_modules())
+    quantizer = X86InductorQuantizer()
+    quantizer.set_global(config)
+    for name, mode in modules.items():
+        if not name or name not in named:
+            raise ValueError(f"no module {name!r} in the net")
+        if mode not in MODES:
+            raise ValueError(f"{name}: no int8 mode {mode!r}; choose from {', '.join(MODES)}")
+        # the quantizer annotates a pattern (conv + batch norm + add + relu, ...) by a module's
+        # configuration only where all the pattern's nodes are the module's: a convolution's
+        # batch norm inside it, its relu or residual add outside it. So a module's own
+        # configuration, even the global one, splits it from what follows it (``ALONE``).
+        quantizer.set_module_name_qconfig(name, config if mode == ALONE else None)
     batch = torch.export.Dim("batch", min=1)
     example = calibration[:chunk]
     exported = torch.export.export(net, (example,), dynamic_shapes=({0: batch},)).module()
-    quantizer = X86InductorQuantizer()
-    quantizer.set_global(get_default_x86_inductor_quantization_config())
     prepared = prepare_pt2e(exported, quantizer)
     with torch.no_grad():
         for part in calibration.split(chunk):
             prepared(part)
-    return convert_pt2e(prepared)
+    converted = convert_pt2e(prepared)
+    _in_bf16(converted, [name for name, mode in modules.items() if mode == BF16])
+    return converted
+
+
+def module_of(node: torch.fx.Node) -> str:
+    """The name of the innermost module a node of an exported graph comes from ('' if none)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path = list(stack.values())[-1][0]
+    return path.removeprefix("L['self'].")
+
+
+def _in_bf16(graph: torch.fx.GraphModule, names: list[str]) -> None:
+    """The float convolutions and linear layers of the modules ``names`` run in bf16: their
+    input, weight and bias cast to bf16 (the casts of constants folded when lowered or
+    compiled), their output cast back to fp32."""
+    if not names:
+        return
+    aten = torch.ops.aten
+    layers = (aten.conv2d.default, aten.linear.default)
+    for node in list(graph.graph.nodes):
+        if node.op != "call_function" or node.target not in layers:
+            continue
+        owner = module_of(node)
+        if not any(owner == n or owner.startswith(n + ".") for n in names):
+            continue
+        tensors = [a for a in node.args if isinstance(a, torch.fx.Node)]
+        with graph.graph.inserting_before(node):
+            cast = {
+                a: graph.graph.call_function(aten._to_copy.default, (a,), {"dtype": torch.bfloat16})
+                for a in tensors
+            }
+        node.args = tuple(cast.get(a, a) if isinstance(a, torch.fx.Node) else a for a in node.args)
+        with graph.graph.inserting_after(node):
+            back = graph.graph.call_function(
+                aten._to_copy.default, (node,), {"dtype": torch.float32}
+            )
+        node.replace_all_uses_with(back, delete_user_cb=lambda user, back=back: user is not back)
+        for made in (*cast.values(), back):
+            made.meta["nn_module_stack"] = node.meta.get("nn_module_stack", {})
+    graph.graph.lint()
+    graph.recompile()
 
 
 def lower(quantized: torch.fx.GraphModule, example: torch.Tensor) -> torch.fx.GraphModule:

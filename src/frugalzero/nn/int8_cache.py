@@ -6,8 +6,9 @@ source and metadata; no pickle, loaded by torch's C++ loader) in the per-machine
 (``nn.choice.cache_dir``: ``$FRUGALZERO_CACHE``, else ``~/.cache/frugalzero``), under ``int8/``.
 An entry is named by the digest of everything its library depends on (``package_key``): the
 net's weights and architecture (its rule for missing history, which the calibration planes
-follow, included), the calibration positions (the shipped asset's bytes, how many, the pass
-size), the recipe's version (``RECIPE``), torch's and torchao's versions, and the CPU (its
+follow, included), how it is quantized (``nn.quantize.recipe_record``: the shipped asset's
+bytes, how many calibration positions, the pass size, each module's mode, the observer), the
+code's version (``RECIPE``), torch's and torchao's versions, and the CPU (its
 model and instruction-set flags: the library is built for them). Another net, torch or CPU is
 another entry: nothing is ever loaded for a key it was not built for.
 
@@ -43,9 +44,11 @@ BUILD_PREFIX = "build-"
 STALE_BUILD_S = 3600.0
 KEEP = 8
 """Packages kept (small: 2.7 MB each; self-play's nets are new every iteration)."""
-RECIPE = 1
-"""The quantization and compile recipe's version (``nn.quantize``, ``nn.int8_backend``):
-raised when either changes what a package holds, so older packages are not loaded."""
+RECIPE = 2
+"""The quantization and compile code's version (``nn.quantize``, ``nn.int8_backend``): raised
+when either changes what a package holds, so older packages are not loaded (2: the mixed
+recipe's modes, the bf16 layers; the recipe itself is in the key as ``nn.quantize``'s
+``recipe_record``)."""
 
 Model = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
@@ -56,9 +59,9 @@ def folder() -> Path:
     return cache_dir() / FOLDER
 
 
-def package_key(net: torch.nn.Module, calibration: dict[str, Any]) -> str:
+def package_key(net: torch.nn.Module, recipe: dict[str, Any]) -> str:
     """The digest naming ``net``'s package on this machine (see the module's docstring);
-    ``calibration`` says how it is calibrated (the asset's digest, positions, pass size)."""
+    ``recipe`` says how it is quantized (``nn.quantize.recipe_record``)."""
     from dataclasses import asdict
 
     from frugalzero.nn.checkpoint import _digest  # the weights' digest, as net_id's
@@ -68,7 +71,7 @@ def package_key(net: torch.nn.Module, calibration: dict[str, Any]) -> str:
         "recipe": RECIPE,
         "weights": _digest(net.state_dict()).hexdigest(),
         "architecture": asdict(net.config),
-        "calibration": calibration,
+        "quantization": recipe,
         "torch": torch.__version__,
         "torchao": torchao_version(),
         "cpu": cpu_kind(),
