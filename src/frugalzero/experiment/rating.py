@@ -14,6 +14,7 @@ than two ratings against anchors (each anchor game informs one net; each of thes
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -25,6 +26,7 @@ from frugalzero.experiment.spec import RatingSpec
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from frugalzero.evaluate.match import MatchConfig
     from frugalzero.evaluate.specs import EngineSpec
 
 HEAD_TO_HEAD = "head-to-head"
@@ -70,24 +72,32 @@ def rate_net(
 ) -> None:
     """Play the net ``spec`` (id ``net_id``) against each anchor it has not finished a match
     with; the opening seed depends only on the anchor, so every net meets the same openings."""
-    from frugalzero.evaluate.match import MatchConfig, play_match
+    from frugalzero.evaluate.match import MatchConfig
 
     directory.mkdir(parents=True, exist_ok=True)
     for index, anchor in enumerate(anchors):
         final = match_file(directory, net_id, anchor)
         if final.exists():
             continue
-        partial = final.with_name(final.name + ".partial")
-        partial.unlink(missing_ok=True)
         config = MatchConfig(
             games=rating.games,
             noise_plies=rating.opening_plies,
             seed=7919 + index,
-            pgn=str(partial),
             event=f"frugalzero experiment rating: {net_id}",
         )
-        play_match(spec, anchor, config)
-        partial.rename(final)
+        _play_whole(spec, anchor, config, final)
+
+
+def _play_whole(a: str | EngineSpec, b: str | EngineSpec, config: MatchConfig, pgn: Path):
+    """Play the match ``config`` into ``pgn``, written under a temporary name until it is
+    complete: a killed match is played again whole, never read half-played."""
+    from frugalzero.evaluate.match import play_match
+
+    partial = pgn.with_name(pgn.name + ".partial")
+    partial.unlink(missing_ok=True)
+    result = play_match(a, b, dataclasses.replace(config, pgn=str(partial)))
+    partial.rename(pgn)
+    return result
 
 
 def ratings(directory: Path, anchors: dict[str, float]):
@@ -112,7 +122,7 @@ def play_head_to_head(
     """``arm`` against ``baseline`` (``rating.head_to_head`` games in colour-swapped pairs from
     the openings of ``seed``), unless that match is finished: its PGN and its counts in
     ``directory/head-to-head/NAME.*``, written once it is complete."""
-    from frugalzero.evaluate.match import MatchConfig, play_match
+    from frugalzero.evaluate.match import MatchConfig
     from frugalzero.output import to_json
     from frugalzero.runtime.files import atomic_write_text
 
@@ -121,19 +131,14 @@ def play_head_to_head(
     if final.exists():
         return
     folder.mkdir(parents=True, exist_ok=True)
-    pgn = final.with_suffix(".pgn")
-    partial = pgn.with_name(pgn.name + ".partial")
-    partial.unlink(missing_ok=True)
     config = MatchConfig(
         games=rating.head_to_head,
         noise_plies=rating.opening_plies,
         seed=seed,
-        pgn=str(partial),
         event=f"frugalzero experiment head-to-head: {name}",
     )
     console.print(f"head-to-head {arm.name} vs {baseline.name} ({rating.head_to_head} games)")
-    result = play_match(arm, baseline, config)
-    partial.rename(pgn)
+    result = _play_whole(arm, baseline, config, final.with_suffix(".pgn"))
     tally = result.tally
     counts = {
         "arm": arm.name,

@@ -130,7 +130,7 @@ class Experiment:
         the directories, the seeds, the anchors, every arm-seed's config and the files each
         arm's config names. Returns the anchors' ratings and the presets' values."""
         from frugalzero.experiment.rating import anchor_ratings
-        from frugalzero.pipeline.inputs import check_inputs
+        from frugalzero.pipeline.inputs import check_inputs, check_net
 
         refuse_run_files(self.dir)  # what the directory's lock would refuse, before the state
         if self.record is not None:  # not a file, nor in a run's folder or under a file
@@ -158,21 +158,11 @@ class Experiment:
                 except UserError as exc:
                     raise UserError(f"the trunk: {exc}") from None
             elif self.spec.fork.source:
-                self._check_fork_net(self.spec.fork.source)
+                check_net("fork.source", self.spec.fork.source)
             presets = self.spec.preset_tables()
         except UserError as exc:
             raise UserError(f"{spec_file}: {exc}") from None
         return anchors, presets
-
-    @staticmethod
-    def _check_fork_net(source: str) -> None:
-        from frugalzero.nn.shipped import SHIPPED_NETS, resolve_net_path
-
-        if not resolve_net_path(source).is_file():
-            names = ", ".join(SHIPPED_NETS)
-            raise UserError(
-                f"fork.source: {source}: no such network file (nor a shipped net: {names})"
-            )
 
     # -- identity -----------------------------------------------------------------------------
     def _open(self, spec_file: Path) -> ExperimentState:

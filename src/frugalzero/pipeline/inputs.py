@@ -23,12 +23,9 @@ def check_inputs(config: RunConfig) -> None:
     of the engine its method plays when that cannot be found here (on Ray the workers find
     their own)."""
     from frugalzero.chess.positions import load_book
-    from frugalzero.nn.shipped import SHIPPED_NETS, resolve_net_path
 
-    init = config.net.init
-    if init and not resolve_net_path(init).is_file():
-        names = ", ".join(SHIPPED_NETS)
-        raise UserError(f"net.init: {init}: no such network file (nor a shipped net: {names})")
+    if config.net.init:
+        check_net("net.init", config.net.init)
     for path in config.generate.pgn:
         if not Path(path).is_file():
             raise UserError(f"generate.pgn: {path}: no such PGN file")
@@ -50,6 +47,15 @@ def check_inputs(config: RunConfig) -> None:
 
         section = getattr(config, row.section)
         _named(row.engine, lambda: resolve_command(section.engine.command))
+
+
+def check_net(field: str, name: str) -> None:
+    """A UserError naming ``field`` unless ``name`` is a network file or a shipped net."""
+    from frugalzero.nn.shipped import SHIPPED_NETS, resolve_net_path
+
+    if not resolve_net_path(name).is_file():
+        names = ", ".join(SHIPPED_NETS)
+        raise UserError(f"{field}: {name}: no such network file (nor a shipped net: {names})")
 
 
 def _named(field: str, check: Callable[[], object]) -> None:
