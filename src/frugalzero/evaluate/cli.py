@@ -30,6 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     match.add_argument("--sprt", metavar="ELO0,ELO1", help="stop early by an SPRT of these bounds")
     match.add_argument("--alpha", type=float, default=0.05, help="SPRT false-positive rate")
     match.add_argument("--beta", type=float, default=0.05, help="SPRT false-negative rate")
+    match.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from this match's finished games in --pgn: play only the missing ones of "
+        "--games, each from the opening it would have had",
+    )
     match.set_defaults(handler=_match)
 
     elo = subparsers.add_parser("elo", help="maximum-likelihood ratings from PGN files")
@@ -134,21 +140,58 @@ def _parse_sprt(text: str, alpha: float, beta: float):
 def _match(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from frugalzero.errors import UserError
     from frugalzero.evaluate.match import check_inputs, play_match
     from frugalzero.evaluate.specs import parse_spec
     from frugalzero.output import emit
     from frugalzero.runtime.files import check_destination
 
     config = config_from_args(args)
+    if args.resume and not config.pgn:
+        raise UserError("match --resume: name the earlier match's games with --pgn FILE")
     specs = [parse_spec(args.engine_a), parse_spec(args.engine_b)]
     check_inputs(specs, config)  # before any engine or net starts
     if config.pgn:
         check_destination(config.pgn)  # before the games
     if args.sprt:
         config = replace(config, sprt=_parse_sprt(args.sprt, args.alpha, args.beta))
-    result = play_match(*specs, config, progress=True)
+    resumed = _resumed_match(config, *specs) if args.resume else None
+    result = play_match(*specs, config, progress=True, resumed=resumed)
     emit(result.summary(), args.json, title=f"{result.engine_a} vs {result.engine_b}")
     return 0
+
+
+def _resumed_match(config, spec_a, spec_b):
+    """The match's games already in ``config.pgn``, said in a line on stderr (none when the
+    file is not there yet: the match starts from its first game)."""
+    from frugalzero.evaluate.resume import Resumed, resumed_games
+    from frugalzero.runtime.progress import stderr_console
+
+    console = stderr_console()
+    if not Path(config.pgn).is_file():
+        console.print(
+            f"note: no {config.pgn} yet: the match starts from its first game", markup=False
+        )
+        return Resumed(config.pgn)
+    resumed = resumed_games(config.pgn, spec_a, spec_b, config.event)
+    kept = resumed.within(config.games)
+    notes = [
+        f"{resumed.other} of other players or events passed over" if resumed.other else "",
+        f"{resumed.skipped} unfinished or unreadable skipped" if resumed.skipped else "",
+        f"{len(resumed.games) - kept} past --games {config.games} left out"
+        if len(resumed.games) > kept
+        else "",
+        f"the last, cut off mid-write, set apart in {config.pgn}.torn"
+        if resumed.torn_at is not None
+        else "",
+    ]
+    notes = [note for note in notes if note]
+    console.print(
+        f"resumed {kept} of {config.games} games from {config.pgn}"
+        + (f" ({'; '.join(notes)})" if notes else ""),
+        markup=False,
+    )
+    return resumed
 
 
 def _elo(args: argparse.Namespace) -> int:

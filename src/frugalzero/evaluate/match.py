@@ -26,6 +26,10 @@ every process it starts, descendants included (each UCI engine runs under a keep
 the next game, and none is left when the match returns, however it ends. Lines an engine
 writes that we cannot use are counted per engine (``engine_output`` in the summary), the
 first of each kind logged.
+
+A killed match goes on from the games in its PGN (``evaluate.resume``, ``frugalzero match
+--resume``): the games still missing are played from the openings they would have had, and the
+pairs complete across the two runs.
 """
 
 from __future__ import annotations
@@ -63,9 +67,10 @@ from frugalzero.evaluate.engines import (
 )
 from frugalzero.evaluate.openings import odds_opening, opening_stream
 from frugalzero.evaluate.pgn import GameOutcome, append_game, score_comment, to_pgn
+from frugalzero.evaluate.resume import Resumed, set_aside_torn
 from frugalzero.evaluate.specs import EngineSpec, net_file, parse_spec, uci_command
 from frugalzero.evaluate.sprt import SprtConfig, SprtResult, sprt
-from frugalzero.results import BLACK_WINS, loss_for
+from frugalzero.results import BLACK_WINS, SCORE, loss_for
 from frugalzero.stats import elo_interval, los
 
 RESTART_TRIES = 3
@@ -185,6 +190,9 @@ class MatchResult:
     engine_output: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per UCI engine that wrote lines we could not use: their count by kind (``unexpected
     line``, ``unparsable info``, ``not UTF-8``)."""
+    resumed: int | None = None
+    """Games read back from an earlier run's PGN (in ``tally`` and ``reasons``, not in
+    ``outcomes``); None when the match was not resumed."""
 
     def summary(self) -> dict:
         """The ``--json`` object: the issue's fields first."""
@@ -203,6 +211,8 @@ class MatchResult:
             "los": round(los(t.wins, t.losses), 4),
             "pentanomial": list(t.pentanomial),
         }
+        if self.resumed is not None:
+            out["resumed"] = self.resumed
         if self.sprt is not None:
             out["sprt"] = {
                 "llr": round(self.sprt.llr, 3),
@@ -210,6 +220,7 @@ class MatchResult:
                 "decision": self.sprt.decision,
             }
         out["endings"] = dict(self.reasons.most_common())
+        # forfeits of this run's games (a resumed game's PGN names only its ending)
         out["failures"] = sum(1 for o in self.outcomes if o.failed)
         forfeits: dict[str, Counter] = {}
         for o in self.outcomes:
@@ -390,38 +401,100 @@ async def _all(work: Iterable[Awaitable[None]]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _take_resumed(
+    resumed: Resumed,
+    config: MatchConfig,
+    opening_of: Callable[[int], Opening],
+    tally: Tally,
+    reasons: Counter,
+) -> set[int]:
+    """Count the resumed games of the first ``config.games`` in ``tally`` and ``reasons``,
+    each checked to start from the opening its round has in this match (the same openings,
+    seed and noise plies as the first run's); their indices."""
+    done = set()
+    for index in sorted(i for i in resumed.games if i < config.games):
+        headers = resumed.games[index]
+        pair, a_white = index // 2, index % 2 == 0
+        want = _opening(config, opening_of(pair), pair, a_white)
+        fen = chess.Board(want.root_fen).fen()
+        got_fen = headers.get("FEN", chess.STARTING_FEN)
+        if headers.get("Opening", "") != want.name or got_fen != fen:
+            got = headers.get("Opening") or got_fen
+            raise UserError(
+                f"{resumed.path}: round {index + 1} started from {got}, not from this match's "
+                f"opening for it ({want.name or fen}): resume with the first run's openings, "
+                "seed and noise plies"
+            )
+        score = SCORE[headers["Result"]]
+        tally.add(pair, score if a_white else 1.0 - score)
+        reasons[headers.get("TerminationDetails") or headers.get("Termination", "?")] += 1
+        done.add(index)
+    return done
+
+
 async def run_match(
-    spec_a: EngineSpec, spec_b: EngineSpec, config: MatchConfig, on_game: OnGame | None = None
+    spec_a: EngineSpec,
+    spec_b: EngineSpec,
+    config: MatchConfig,
+    on_game: OnGame | None = None,
+    resumed: Resumed | None = None,
 ) -> MatchResult:
-    """Play the match inside a running event loop."""
+    """Play the match inside a running event loop; with ``resumed``, only the games of the
+    first ``config.games`` that are not among its games."""
     if config.games < 1:
         raise UserError(f"games must be at least 1, not {config.games}")
-    seats, _ = game_slots(spec_a, spec_b, config)
     check_inputs((spec_a, spec_b), config)  # before a net loads or an engine starts
     stream = opening_stream(config.openings or None, config.noise_plies, config.seed)
-    openings: dict[int, Opening] = {0: next(stream)}  # the whole book read: a bad line now
+    openings: list[Opening] = [next(stream)]  # the whole book read: a bad line now
+
+    def opening_of(pair: int) -> Opening:
+        """The stream's pair-th opening: drawn in order, whichever pairs are played."""
+        while len(openings) <= pair:
+            openings.append(next(stream))
+        return openings[pair]
+
+    tally, outcomes, reasons = Tally(), [], Counter()
+    state = {"next": 0, "stop": False, "sprt": None}
+    done = set()
+    if resumed is not None:
+        done = _take_resumed(resumed, config, opening_of, tally, reasons)
+    todo = [index for index in range(config.games) if index not in done]
+    if done and config.sprt is not None:
+        state["sprt"] = tally.sprt(config.sprt)
+        state["stop"] = state["sprt"].decision is not None
+    pgn_path = Path(config.pgn) if config.pgn else None
+    if resumed is not None:
+        set_aside_torn(resumed)  # before a game is appended behind it
+    if state["stop"] or not todo:  # nothing to play: no engine started, no net loaded
+        return MatchResult(
+            spec_a.name,
+            spec_b.name,
+            tally,
+            outcomes,
+            reasons,
+            0.0,
+            state["sprt"],
+            str(pgn_path) if pgn_path else "",
+            resumed=len(done),
+        )
+    seats = min(game_slots(spec_a, spec_b, config)[0], len(todo))
     shared: dict = {}
     hangs = (config.hang_seconds, shared, config.hang_margin)
     players_a = make_players(spec_a, seats, *hangs)
     players_b = make_players(spec_b, seats, *hangs)
     everyone = players_a + players_b
-    tally, outcomes, reasons = Tally(), [], Counter()
-    state = {"next": 0, "stop": False, "sprt": None}
     broken: set[Player] = set()  # forfeited and killed: started again before their next game
-    pgn_path = Path(config.pgn) if config.pgn else None
     started = time.perf_counter()
     today = datetime.date.today()
     batching: dict[str, dict[str, float]] = {}
 
     async def slot(a: Player, b: Player) -> None:
-        while not state["stop"] and state["next"] < config.games:
-            index = state["next"]
+        while not state["stop"] and state["next"] < len(todo):
+            index = todo[state["next"]]
             state["next"] += 1
             pair, a_white = index // 2, index % 2 == 0
-            if pair not in openings:
-                openings[pair] = next(stream)
             white, black = (a, b) if a_white else (b, a)
-            opening = _opening(config, openings[pair], pair, a_white)
+            opening = _opening(config, opening_of(pair), pair, a_white)
             for player in (a, b):
                 if player in broken:
                     await _started(player)
@@ -472,6 +545,7 @@ async def run_match(
         str(pgn_path) if pgn_path else "",
         batching,
         _engine_output(everyone),
+        len(done) if resumed is not None else None,
     )
 
 
@@ -497,13 +571,15 @@ def play_match(
     config: MatchConfig | None = None,
     progress: bool = False,
     on_game: OnGame | None = None,
+    resumed: Resumed | None = None,
 ) -> MatchResult:
-    """Play a match from Python (the main loop's gating, the ladder, tests)."""
+    """Play a match from Python (the main loop's gating, the ladder, tests); with ``resumed``
+    (``resumed_games`` of its PGN), only the games it lacks."""
     spec_a = parse_spec(engine_a) if isinstance(engine_a, str) else engine_a
     spec_b = parse_spec(engine_b) if isinstance(engine_b, str) else engine_b
     config = config or MatchConfig()
     if not progress:
-        return asyncio.run(run_match(spec_a, spec_b, config, on_game))
+        return asyncio.run(run_match(spec_a, spec_b, config, on_game, resumed))
     from frugalzero.evaluate.progress import MatchProgress
     from frugalzero.runtime.progress import stderr_console
 
@@ -518,4 +594,4 @@ def play_match(
             if on_game is not None:
                 on_game(outcome, tally)
 
-        return asyncio.run(run_match(spec_a, spec_b, config, both))
+        return asyncio.run(run_match(spec_a, spec_b, config, both, resumed))
