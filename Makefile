@@ -43,7 +43,7 @@ $(STAMP): pyproject.toml $(NATIVE) | $(COMPILER)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[dev,ray,onnx,int8]"
+	$(PY) -m pip install -q -e ".[dev,ray,onnx]"
 	touch $@
 
 engines: $(ENGINES)

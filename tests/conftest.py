@@ -14,14 +14,18 @@ SHARED = Path(os.environ.get("FRUGALZERO_SHARED", ROOT.parent / "shared"))
 @pytest.fixture(scope="session", autouse=True)
 def _own_cache(tmp_path_factory):
     """The tests' measurements (which shipped net the UCI engine plays here) go to a cache of
-    their own, not the user's ~/.cache; the engines the tests start inherit it."""
-    before = os.environ.get("FRUGALZERO_CACHE")
+    their own, not the user's ~/.cache; the engines the tests start inherit it. No engine
+    times int8 in the background (a compile of a core's minute for each shipped net) unless a
+    test asks for it (``uci.network.INT8_TIMING``)."""
+    before = {name: os.environ.get(name) for name in ("FRUGALZERO_CACHE", "FRUGALZERO_INT8_TIMING")}
     os.environ["FRUGALZERO_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    os.environ["FRUGALZERO_INT8_TIMING"] = "off"
     yield
-    if before is None:
-        os.environ.pop("FRUGALZERO_CACHE", None)
-    else:
-        os.environ["FRUGALZERO_CACHE"] = before
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def shared_file(relative: str) -> Path:

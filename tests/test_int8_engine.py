@@ -172,23 +172,20 @@ def test_int8_without_torchao_and_no_package_is_one_line(tiny_net, cache, monkey
         lambda name, *a: None if name == "torchao" else find_spec(name, *a),
     )
     for compile in (True, False):
-        with pytest.raises(UserError, match=r"pip install 'frugalzero\[int8\]'") as refused:
+        with pytest.raises(UserError, match=r"needs torchao.*pip install torchao") as refused:
             int8_model(tiny_net, compile=compile)
         assert "\n" not in str(refused.value)
 
 
-def test_torchao_is_the_int8_extra_while_int8_is_no_default():
+def test_torchao_is_a_dependency_since_auto_plays_int8_where_it_is_faster():
     from frugalzero.nn.config import EvaluatorConfig
     from frugalzero.uci.searcher import searcher_options
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert EvaluatorConfig().precision == "auto"
     assert [o.default for o in searcher_options(400) if o.name == "Precision"] == ["auto"]
-    assert not any(d.startswith("torchao") for d in project["dependencies"])
-    assert any(d.startswith("torchao") for d in project["optional-dependencies"]["int8"])
-    # and the test and CI setup installs it
-    install = [line for line in (ROOT / "Makefile").read_text().splitlines() if '-e ".' in line]
-    assert install and all("int8" in line for line in install)
+    assert any(d.startswith("torchao") for d in project["dependencies"])
+    assert project["optional-dependencies"]["int8"] == []  # the old extra still installs
 
 
 # -- the option, the flag and the spec key ----------------------------------------------------

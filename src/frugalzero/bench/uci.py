@@ -98,24 +98,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every launch and search uses a cache folder of its own (``FRUGALZERO_CACHE``), empty at
     first: the first launch of each precision is a first start (``first_start_s``: int8
     quantizes and compiles there), the rounds' are second starts (``start_s``: int8 loads the
-    package the first one cached)."""
+    package the first one cached). ``auto`` is the float precision it means before int8 was
+    timed on the machine (``nn.choice``): nothing is timed in the background here."""
     import os
     import tempfile
 
     from frugalzero.bench.timing import median
+    from frugalzero.uci.network import INT8_TIMING
 
-    saved = os.environ.get("FRUGALZERO_CACHE")
+    saved = {name: os.environ.get(name) for name in ("FRUGALZERO_CACHE", INT8_TIMING)}
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="frugalzero-bench-uci-") as cache:
         os.environ["FRUGALZERO_CACHE"] = cache
+        os.environ[INT8_TIMING] = "off"  # auto stays the float net: no compile beside the runs
         try:
             lifecycle = _lifecycle(args)
             searched = _search(args)
         finally:
-            if saved is None:
-                os.environ.pop("FRUGALZERO_CACHE", None)
-            else:
-                os.environ["FRUGALZERO_CACHE"] = saved
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     figures: dict[str, dict[str, Any]] = {}
     for name in args.precision:
         figures[name] = {**_lifecycle_figures("", lifecycle[name]), **searched[name]["figures"]}

@@ -279,8 +279,10 @@ def net_file(spec: EngineSpec) -> Path:
 def uci_command(spec: EngineSpec) -> tuple[list[str], dict[str, str] | None]:
     """(argv, environment or None to inherit) of a UCI seat. A net under a clock runs our own
     ``frugalzero uci`` on this interpreter with this code first on its path, so it is the
-    installation that is running the match."""
+    installation that is running the match; its ``Precision`` ``auto`` is what the machine's
+    cache says (``nn.choice``), never timed during the match (a compile beside its games)."""
     from frugalzero.nn.shipped import SHIPPED_NETS
+    from frugalzero.uci.network import INT8_TIMING
 
     if spec.kind != "net":
         return [check_executable(spec)], None
@@ -288,4 +290,4 @@ def uci_command(spec: EngineSpec) -> tuple[list[str], dict[str, str] | None]:
     if spec.path in SHIPPED_NETS:  # by name: 'default' is the engine's choice for this machine
         net = spec.path
     argv = [sys.executable, "-m", "frugalzero", "uci", "--net", net]
-    return argv, own_code_env()
+    return argv, {**own_code_env(), INT8_TIMING: "off"}

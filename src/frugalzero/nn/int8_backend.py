@@ -5,8 +5,9 @@ torchao that changes one of them breaks here, and ``tests/test_int8_backend.py``
 rest of the package relies on: the quantized graph's ops, the lowered graph's oneDNN int8 ops,
 the package's members (no pickle among them) and the loaded package's outputs.
 
-torchao is the ``int8`` extra (``pip install 'frugalzero[int8]'``): int8 is no default, and only
-quantizing needs it. A package already built (``nn.int8_cache``) loads with torch alone.
+torchao is a dependency since the engine's ``Precision`` ``auto`` plays int8 where it is faster
+(``nn.choice``); only quantizing needs it, and a package already built (``nn.int8_cache``)
+loads with torch alone.
 
 Why AOTInductor: the compiled int8 net must start in well under a second where quantizing
 and compiling take 5-30 s (issue 71). ``aoti_compile_and_package`` writes the net, its int8
@@ -46,7 +47,7 @@ PACKAGE_FILES = (
 MODEL_SUFFIXES = (".so", ".cpp", ".json")
 """What the model's folder (``data/aotinductor/model/``) may hold: the library, its source and
 their metadata. Anything else (weights beside the library, a pickled program) is refused."""
-INSTALL = "precision 'int8' needs torchao: pip install 'frugalzero[int8]'"
+INSTALL = "precision 'int8' needs torchao, a dependency of frugalzero: pip install torchao"
 FLOAT = "float"
 """A module's mode (``quantize``): not quantized; its convolutions and linear layers run in
 fp32, and with them what follows them inside the module (its batch norm, folded in)."""

@@ -14,9 +14,12 @@ with two cores or more): its inference processes start after that, side by side
 them over. A setting that needs other processes (``Threads`` changing their number, another
 net or precision) is built the same way while the searches go on with the evaluator they have;
 one the evaluator changes in place (its cache size, threads per process) applies at the next
-search's start. Only the thread that searches touches the evaluator in use (it is not
-thread-safe); this module's builder thread makes the next one, and replaced ones are closed
-in the background.
+search's start. ``Precision`` ``auto`` on a CPU is the precision stronger here under a clock
+(``nn.choice``): read from the machine's cache, or the float net until a niced process has
+timed int8 against it once, after which the builder switches if int8 is faster by enough.
+
+Only the thread that searches touches the evaluator in use (it is not thread-safe); this
+module's builder thread makes the next one, and replaced ones are closed in the background.
 """
 
 from __future__ import annotations
@@ -76,7 +79,8 @@ def compile_for(precision: str) -> str:
     """The engine's ``EvaluatorConfig.compile`` for ``precision``: off (torch.compile would
     compile again for each new batch size, and costs seconds at every start), but on for int8,
     which is compiled ahead of time for any batch size and cached per machine and per net
-    (``nn.int8_cache``): its second start loads it in milliseconds, and it runs 1.7x bf16."""
+    (``nn.int8_cache``): its second start loads it in milliseconds, and it searches 1.5-1.6x
+    bf16's nodes/s."""
     return "on" if precision == "int8" else "off"
 
 
@@ -113,9 +117,17 @@ class EngineNetwork:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._nets: dict[str, tuple[Any, str | None]] = {}  # spec -> (net, note): the last one
-        self.problems: list[str] = []  # builds that failed, said by the searcher once each
+        self._paths: dict[str, Any] = {}  # spec -> the net's file
+        self.problems: list[str] = []  # said by the searcher once each: failed builds, and
+        # the precision chosen once int8 was timed
+        self._precisions: dict[str, str] = {}  # net -> auto's precision (chosen once a net:
+        # a Threads change keeps it, and so keeps its evaluator where the processes stay)
+        self._precision_note: str | None = None
+        self._probes: list[tuple[str, Any, int]] = []  # int8 to time: (net, path, threads),
+        # one at a time once nothing is left to build
+        self._prober: Any = None  # the timing process running (killed at close)
         self.events: list[str] = []
-        self.note: str | None = None  # which net plays, and why (the default net's choice)
+        self._net_note: str | None = None  # which net plays, and why (the default net's choice)
         self._builder = threading.Thread(target=self._run, name="uci-network", daemon=True)
         self._builder.start()
 
@@ -131,6 +143,12 @@ class EngineNetwork:
     @property
     def settings(self) -> NetSettings:
         return self._wanted
+
+    @property
+    def note(self) -> str | None:
+        """Which net and precision play, and why, where the engine chose them."""
+        notes = [n for n in (self._net_note, self._precision_note) if n]
+        return "; ".join(notes) or None
 
     def want(self, settings: NetSettings) -> None:
         """Use ``settings`` from the next search on (or as soon as they are built)."""
@@ -185,9 +203,12 @@ class EngineNetwork:
         with self._lock:
             self._closing = True
             starting = list(self._starting)
+            prober = self._prober
             self._lock.notify_all()
         for server in starting:
             server.kill()
+        if prober is not None:
+            prober.kill()
         self._builder.join()
         with self._lock:
             built = [b for b in (self._fresh, self._current) if b is not None]
@@ -229,6 +250,7 @@ class EngineNetwork:
     def _key(self, settings: NetSettings, inline: bool) -> tuple:
         """What an evaluator is built for: a setting not applied in place (``IN_PLACE``) that
         differs, or another number of inference processes, needs another one."""
+        settings = self._resolved(settings)
         rest = tuple(v for k, v in dataclasses.asdict(settings).items() if k not in IN_PLACE)
         if inline:
             return ("inline", *rest)
@@ -259,12 +281,18 @@ class EngineNetwork:
         while True:
             with self._lock:
                 while not self._closing and (settings := self._target()) is None:
+                    if self._probes:
+                        break
                     self._idle = True
                     self._lock.notify_all()
                     self._lock.wait()
                 if self._closing:
                     return
                 self._idle = False
+                probe = self._probes.pop(0) if settings is None else None
+            if probe is not None:
+                self._time_int8(*probe)
+                continue
             try:
                 self._build(settings, inline=self._single)
             except Exception as exc:  # the searches go on with the evaluator they have
@@ -309,6 +337,7 @@ class EngineNetwork:
         from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 
         net, note = self._load(settings.net)
+        settings = self._choose_precision(settings)
         servers, per_server = network_layout(settings.threads, self._cores, self._cpu)
         passed = {f.name for f in dataclasses.fields(EvaluatorConfig)} - LAYOUT
         config = EvaluatorConfig(  # single-game batches vary in size: compiling costs more
@@ -338,7 +367,7 @@ class EngineNetwork:
                 raise
         with self._lock:
             stale, self._fresh = self._fresh, _Built(evaluator, key, answers, settings.threads)
-            self.note = note
+            self._net_note = note
             self.events.append(f"built {key}")
         if stale is not None:
             self._close_later(stale.evaluator)
@@ -367,12 +396,84 @@ class EngineNetwork:
             config = EvaluatorConfig(compile="off", servers=servers, threads=per_server)
             choice = clock_net(self._device, per_server, self._batch, config)
             name, note = choice.net, choice.describe()
-        net, _ = load_net(resolve_net_path(name))
+        path = resolve_net_path(name)
+        net, _ = load_net(path)
         with self._lock:  # kept: the nets in use or built, and this one
             used = {b.answers[0] for b in (self._current, self._fresh) if b is not None}
             self._nets = {k: v for k, v in self._nets.items() if k in used}
             self._nets[spec] = (net, note)
+            self._paths[spec] = path
         return net, note
+
+    def _resolved(self, settings: NetSettings) -> NetSettings:
+        """``settings`` with ``auto`` as the precision chosen for its net, once chosen
+        (``_choose_precision``); as they are elsewhere."""
+        chosen = self._precisions.get(settings.net)
+        if settings.precision != "auto" or chosen is None:
+            return settings
+        return dataclasses.replace(settings, precision=chosen)
+
+    def _choose_precision(self, settings: NetSettings) -> NetSettings:
+        """``auto`` made concrete on a CPU for a shipped net (int8's play was measured for
+        them only): the precision measured stronger here for this net at the threads it first
+        runs with (``nn.choice``, from the cache), else the float one ``auto`` means, with int8
+        queued for timing where it can run (torchao, a C++ compiler, and
+        ``$FRUGALZERO_INT8_TIMING`` not ``off``). Any other net: the float one."""
+        if settings.precision != "auto" or not self._cpu:
+            return settings
+        memo = settings.net
+        if memo not in self._precisions:
+            import torch
+
+            from frugalzero.nn.choice import cached_precision
+            from frugalzero.nn.shipped import SHIPPED_NETS
+            from frugalzero.runtime.device import resolve_precision
+
+            shipped = settings.net in SHIPPED_NETS
+            path = self._paths[settings.net]
+            _, threads = network_layout(settings.threads, self._cores, self._cpu)
+            choice = cached_precision(path, threads, self._batch) if shipped else None
+            if choice is not None:
+                precision, note = choice.precision, choice.describe()
+            else:
+                precision, _ = resolve_precision("auto", torch.device("cpu"))
+                note = None  # nothing chosen: auto is what it always was
+                if shipped and _int8_can_run():
+                    self._probes.append((memo, path, threads))
+                    note = (
+                        f"precision {precision} until int8 is timed on this machine (once, in "
+                        "the background)"
+                    )
+            with self._lock:
+                self._precisions[memo] = precision
+                self._precision_note = note
+        return self._resolved(settings)
+
+    def _time_int8(self, memo: str, path, threads: int) -> None:
+        """Time int8 against the float net in a niced process of its own (the compile holds
+        a core for 16-85 s once per machine and net); the choice it caches takes effect at
+        the next search after its evaluator is built."""
+        from frugalzero.nn.choice import cached_precision, probe_precision
+
+        process = probe_precision(path, threads, self._batch)
+        with self._lock:
+            if self._closing:
+                process.kill()
+            self._prober = process
+        _, err = process.communicate()
+        choice = cached_precision(path, threads, self._batch)
+        with self._lock:
+            self._prober = None
+            if self._closing:
+                return
+            if choice is None:
+                why = (err.strip().splitlines() or ["no figures"])[-1]
+                self.problems.append(f"int8 could not be timed here ({why}); auto stays float")
+                return
+            choice = dataclasses.replace(choice, cached=False)  # timed by this engine
+            self._precisions[memo] = choice.precision
+            self._precision_note = choice.describe()
+            self.problems.append(choice.describe())
 
 
 def _warm(evaluator, rows: int) -> None:
@@ -388,3 +489,23 @@ def _warm(evaluator, rows: int) -> None:
     pending = [evaluator.submit_rows(*batch) for _ in range(len(evaluator.server_pids()) or 1)]
     for answer in pending:
         answer.result()
+
+
+INT8_TIMING = "FRUGALZERO_INT8_TIMING"
+"""``off`` keeps ``auto`` from timing int8 in the background (tests, machines where a compile
+in the background is unwelcome): it plays the float net unless the cache says otherwise."""
+
+
+def _int8_can_run() -> bool:
+    """Whether int8 may be timed here: torchao installed (the ``int8`` extra), a C++ compiler
+    for its package, and ``$FRUGALZERO_INT8_TIMING`` not ``off``."""
+    import importlib.util
+    import os
+
+    import torch
+
+    from frugalzero.runtime.device import can_compile
+
+    if os.environ.get(INT8_TIMING, "on") == "off":
+        return False
+    return importlib.util.find_spec("torchao") is not None and can_compile(torch.device("cpu"))
