@@ -4,6 +4,7 @@ for the shipped nets only; ``Precision`` overrides it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -99,13 +100,17 @@ def test_the_engine_reads_the_choice_and_a_user_net_stays_float(
 
 
 @pytest.mark.slow
-def test_the_engine_times_int8_once_then_plays_it_where_it_is_faster(monkeypatch, session_cache):
+def test_the_engine_times_int8_once_then_plays_it_where_it_is_faster(
+    monkeypatch, session_cache, tmp_path
+):
     """No measurement yet: the engine plays the float net at once, the niced process times
-    int8 (a stand-in here, which writes what the real one would), and the next search after
-    the int8 evaluator is built runs int8."""
+    int8 (a stand-in here, which writes what the real one would once it is let go), an option
+    changed meanwhile is built without waiting for it, and the next search after the int8
+    evaluator is built runs int8."""
     monkeypatch.setenv(INT8_TIMING, "on")
     threads = _threads()
     key = choice.precision_key(resolve_net_path("small"), threads, BATCH_SIZE)
+    go = tmp_path / "go"
     timed = []
 
     def stand_in(path, probe_threads, batch):
@@ -113,7 +118,9 @@ def test_the_engine_times_int8_once_then_plays_it_where_it_is_faster(monkeypatch
         entries = {key: {"int8": 2000.0, "float": 1000.0}}
         target = session_cache / choice.PRECISION_CACHE_FILE
         script = (
-            f"import pathlib; pathlib.Path({str(target)!r}).write_text({json.dumps(entries)!r})"
+            "import pathlib, time\n"
+            f"while not pathlib.Path({str(go)!r}).exists(): time.sleep(0.05)\n"
+            f"pathlib.Path({str(target)!r}).write_text({json.dumps(entries)!r})"
         )
         return subprocess.Popen(
             [sys.executable, "-c", script],
@@ -123,17 +130,26 @@ def test_the_engine_times_int8_once_then_plays_it_where_it_is_faster(monkeypatch
         )
 
     monkeypatch.setattr(choice, "probe_precision", stand_in)
-    network = EngineNetwork(NetSettings("small"), BATCH_SIZE)
+    settings = NetSettings("small")
+    network = EngineNetwork(settings, BATCH_SIZE)
     try:
         network.wait_ready()
         first = network.take()
         assert first.config.precision != "int8"  # ready before int8 exists here
+        network.want(dataclasses.replace(settings, history_fill="no"))
+        with network._lock:  # built while int8 is still being timed
+            assert network._lock.wait_for(
+                lambda: any("'no'" in e and e.startswith("built") for e in network.events), 60
+            )
+            assert network._prober is not None and network._prober.poll() is None
+        go.touch()
         evaluator = network.settle()
-        assert evaluator.config.precision == "int8"
+        assert (evaluator.config.precision, evaluator.config.history_fill) == ("int8", "no")
         assert timed == [("small.safetensors", threads, BATCH_SIZE)]  # once
         assert any("precision int8: int8 runs 2.00x" in p for p in network.problems)
         assert network.note is not None and "int8 runs 2.00x" in network.note
     finally:
+        go.touch()
         network.close()
 
 

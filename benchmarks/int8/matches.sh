@@ -7,6 +7,7 @@
 #   benchmarks/int8/matches.sh clock small [GAMES] [TC]      (TC default 5+0.05)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+mkdir -p runs/logs
 KIND=${1:?nodes or clock}; NET=${2:?small or default}; GAMES=${3:-200}; TC=${4:-5+0.05}
 OUT=benchmarks/results/int8
 case $KIND in
@@ -20,6 +21,7 @@ esac
     >> "$OUT/$NAME.machine.txt"
 .venv/bin/frugalzero match "net:$NET?$LIMIT&precision=int8" "net:$NET?$LIMIT" \
     --games "$GAMES" --openings ../shared/openings/2moves_v1.epd --seed 71 \
-    --pgn "$OUT/$NAME.pgn" --event "int8 vs auto, $NET, $LIMIT" --resume --json > "$OUT/$NAME.json.partial"
-mv "$OUT/$NAME.json.partial" "$OUT/$NAME.json"
+    --pgn "$OUT/$NAME.pgn" --event "int8 vs auto, $NET, $LIMIT" --resume --json \
+    > "runs/logs/$NAME.json.partial"
+mv "runs/logs/$NAME.json.partial" "$OUT/$NAME.json"
 uptime >> "$OUT/$NAME.machine.txt"

@@ -125,7 +125,8 @@ class EngineNetwork:
         self._precision_note: str | None = None
         self._probes: list[tuple[str, Any, int]] = []  # int8 to time: (net, path, threads),
         # one at a time once nothing is left to build
-        self._prober: Any = None  # the timing process running (killed at close)
+        self._prober: Any = None  # the timing process running (killed at close), and the
+        self._timing: threading.Thread | None = None  # thread that waits for it
         self.events: list[str] = []
         self._net_note: str | None = None  # which net plays, and why (the default net's choice)
         self._builder = threading.Thread(target=self._run, name="uci-network", daemon=True)
@@ -183,11 +184,12 @@ class EngineNetwork:
         return current.evaluator
 
     def settle(self):
-        """Wait until the builder has made what the settings ask for, then ``take`` it: for
-        benchmarks and tests that measure the final layout, never in a search."""
+        """Wait until the builder has made what the settings ask for (int8 timed first where
+        it is being timed), then ``take`` it: for benchmarks and tests that measure the final
+        layout, never in a search."""
         self.wait_ready()
         with self._lock:
-            self._lock.wait_for(lambda: self._idle or self._closing)
+            self._lock.wait_for(lambda: (self._idle and self._prober is None) or self._closing)
         return self.take()
 
     @property
@@ -210,6 +212,8 @@ class EngineNetwork:
         if prober is not None:
             prober.kill()
         self._builder.join()
+        if self._timing is not None:
+            self._timing.join()
         with self._lock:
             built = [b for b in (self._fresh, self._current) if b is not None]
             self._fresh = self._current = None
@@ -450,30 +454,41 @@ class EngineNetwork:
         return self._resolved(settings)
 
     def _time_int8(self, memo: str, path, threads: int) -> None:
-        """Time int8 against the float net in a niced process of its own (the compile holds
-        a core for 16-85 s once per machine and net); the choice it caches takes effect at
-        the next search after its evaluator is built."""
-        from frugalzero.nn.choice import cached_precision, probe_precision
+        """Start timing int8 against the float net in a niced process of its own (the compile
+        holds a core for 16-85 s once per machine and net), waited for by a thread of its own
+        so that the builder goes on building what options ask for meanwhile."""
+        from frugalzero.nn.choice import probe_precision
 
         process = probe_precision(path, threads, self._batch)
+        timing = threading.Thread(
+            target=self._timed, args=(process, memo, path, threads), name="uci-int8-timing"
+        )
         with self._lock:
             if self._closing:
                 process.kill()
-            self._prober = process
+            self._prober, self._timing = process, timing
+        timing.start()
+
+    def _timed(self, process, memo: str, path, threads: int) -> None:
+        """The timing's end: the choice it cached, said once, and the builder woken to build
+        int8 where it plays (taken by the first search after it is built)."""
+        from frugalzero.nn.choice import cached_precision
+
         _, err = process.communicate()
         choice = cached_precision(path, threads, self._batch)
         with self._lock:
             self._prober = None
-            if self._closing:
-                return
-            if choice is None:
-                why = (err.strip().splitlines() or ["no figures"])[-1]
-                self.problems.append(f"int8 could not be timed here ({why}); auto stays float")
-                return
-            choice = dataclasses.replace(choice, cached=False)  # timed by this engine
-            self._precisions[memo] = choice.precision
-            self._precision_note = choice.describe()
-            self.problems.append(choice.describe())
+            if not self._closing:
+                if choice is None:
+                    why = (err.strip().splitlines() or ["no figures"])[-1]
+                    self.problems.append(f"int8 could not be timed here ({why}); auto stays float")
+                else:
+                    choice = dataclasses.replace(choice, cached=False)  # timed by this engine
+                    self._precisions[memo] = choice.precision
+                    self._precision_note = choice.describe()
+                    self.problems.append(choice.describe())
+                    self._idle = False  # settle() waits for what the builder makes of it
+            self._lock.notify_all()
 
 
 def _warm(evaluator, rows: int) -> None:
