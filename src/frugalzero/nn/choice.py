@@ -243,7 +243,8 @@ def _precision_entries() -> dict[str, dict[str, float]]:
 def measure_precision(net_path: Path, threads: int, batch: int) -> PrecisionChoice:
     """Time int8 (its package compiled now if the machine has none) against the float net
     ``auto`` means here, in turn, as the engine runs them; cache the figures and say which
-    plays. Needs the ``int8`` extra the first time a net is quantized."""
+    plays. Needs torchao the first time a net is quantized (a package cached before loads
+    without it)."""
     from frugalzero.nn.checkpoint import load_net
     from frugalzero.nn.evaluator import EvaluatorConfig
     from frugalzero.nn.throughput import BareNet

@@ -512,8 +512,9 @@ in the background is unwelcome): it plays the float net unless the cache says ot
 
 
 def _int8_can_run() -> bool:
-    """Whether int8 may be timed here: torchao installed (the ``int8`` extra), a C++ compiler
-    for its package, and ``$FRUGALZERO_INT8_TIMING`` not ``off``."""
+    """Whether int8 may be timed here: torchao installed (a dependency, but an install may
+    lack it: no doomed process then), a C++ compiler for its package, and
+    ``$FRUGALZERO_INT8_TIMING`` not ``off``."""
     import importlib.util
     import os
 
