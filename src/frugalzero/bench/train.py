@@ -14,6 +14,7 @@ import argparse
 import itertools
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from frugalzero.nn.config import ARCHITECTURES
@@ -126,16 +127,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             """Training samples per second over ``seconds`` of steps on ``data``."""
             trainer.step(data, rng.choice(len(data), batch, replace=False), 1e-3, 0.0)
             sync()
+            return timed(
+                lambda: trainer.step(data, rng.choice(len(data), batch, replace=False), 1e-3, 0.0),
+                seconds,
+            )
+
+        def timed(work: Callable[[], object], seconds: float) -> float:
+            """Samples per second of ``work`` (one batch a call) repeated for ``seconds``. Every
+            call counts, the one that crosses ``seconds`` too, and at least one runs: a window
+            shorter than one step (a large net on a CPU, or a loaded machine) once read 0."""
             count, start = 0, time.perf_counter()
-            while time.perf_counter() - start < seconds:
-                trainer.step(data, rng.choice(len(data), batch, replace=False), 1e-3, 0.0)
+            while True:
+                work()
                 count += batch
+                if time.perf_counter() - start >= seconds:
+                    break
             sync()
             return count / (time.perf_counter() - start)
 
         def assembly(seconds: float) -> float:
-            count, start = 0, time.perf_counter()
-            while time.perf_counter() - start < seconds:
+            def one() -> None:
                 indices = rng.choice(len(replayed), batch, replace=False)
                 make_batch(
                     replayed,
@@ -144,9 +155,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     config.channels_last,
                     trainer.training_inputs(),
                 )
-                count += batch
-            sync()
-            return count / (time.perf_counter() - start)
+
+            return timed(one, seconds)
 
         def fed(seconds: float) -> float:
             """As the trainer runs its phases: the next batches built by the feed's thread.
