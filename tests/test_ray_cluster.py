@@ -18,6 +18,7 @@ pytest.importorskip("ray")
 pytestmark = pytest.mark.slow  # a Ray cluster, its workers and whole runs
 
 import raycluster  # noqa: E402
+from experimentspecs import SMALL, spec_file  # noqa: E402
 from frugalzero.runtime.interpreter import own_code_env  # noqa: E402
 from raycluster import NODES, actor_nodes, node_ids  # noqa: E402
 
@@ -107,10 +108,12 @@ def test_selfplay_reports_the_games_of_each_node(ray_cluster: str, tmp_path, tin
 
 
 def test_the_smoke_experiment_generates_on_the_cluster(ray_cluster: str, tmp_path) -> None:
-    """``frugalzero experiment smoke --ray ADDRESS``: every arm-seed's self-play on the
-    cluster's nodes (training and rating here), ending with its results and page."""
+    """``frugalzero experiment SPEC --ray ADDRESS``: every arm-seed's self-play on the
+    cluster's nodes (training and rating here), ending with its results and page. The smoke
+    spec made small, with one seed: each unit is run alike, so one shows it."""
     directory = tmp_path / "exp"
-    command = [sys.executable, "-m", "frugalzero", "experiment", "smoke", "--dir", str(directory)]
+    spec = spec_file(tmp_path, {**SMALL, "seeds = [0, 1]": "seeds = [0]"})
+    command = [sys.executable, "-m", "frugalzero", "experiment", str(spec), "--dir", str(directory)]
     proc = subprocess.run(
         [*command, "--ray", ray_cluster, "--json"],
         capture_output=True,

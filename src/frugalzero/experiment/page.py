@@ -5,12 +5,12 @@ on and the minimum detectable effect stated before the runs), then shows its evi
 unit's difference between an arm and the baseline with its error, and their mean with its
 interval; every unit's Elo against the network evaluations it spent, each net with its own
 interval, the arms' means with theirs; what the training games looked like; and the spec that
-was run. It is written after every step, so it reads a half-finished experiment too: a net not
-rated yet (``elo`` None), a unit still running, no verdict, an arm whose method records no
-self-play statistics. An axis fits the points and their error bars: an interval far wider
-(two units' Student's t) is drawn clipped and named under the chart, rather than squeezing the
-data into a line. The charts are matplotlib SVG inlined as in the run report
-(``frugalzero.report``), so the file opens offline.
+was run. It is drawn as the experiment goes (after a step, once a minute at most), so it reads
+a half-finished experiment too: a net not rated yet (``elo`` None), a unit still running, no
+verdict, an arm whose method records no self-play statistics. An axis fits the points and
+their error bars: an interval far wider (two units' Student's t) is drawn clipped and named
+under the chart, rather than squeezing the data into a line. The charts are matplotlib SVG
+inlined as in the run report (``frugalzero.report``), so the file opens offline.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ import dataclasses
 import json
 import os
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,9 @@ from frugalzero.runtime.lock import DirectoryLock
 SPEC, STATE, RESULT, PAGE = "spec.toml", "state.json", "experiment.json", "experiment.html"
 RATINGS, TRUNK, FORKS = "ratings", "trunk", "forks"
 POINT = "point.json"  # a fork point's record, written last: the point exists once it does
+# the page's charts take seconds to draw (a fifth of a small experiment's time when drawn after
+# every step): between steps it is drawn again once this much time has passed, and at the end
+PAGE_EVERY_S = 60.0
 
 # what every arm-seed's run is told before the spec's own overrides: the experiment rates
 # the nets itself (one protocol for every arm), so the runs play no matches of their own
@@ -121,6 +125,7 @@ class Experiment:
         self.record = record
         self._loops: dict[str, Any] = {}  # the runs' loops of the unit under way
         self._net_ids: dict[str, str] = {}
+        self._page_drawn: float | None = None  # time.monotonic() of the last page drawn
         self.anchors, self.presets = self._check(spec_file)
         self.state = self._open(spec_file)
 
@@ -371,13 +376,13 @@ class Experiment:
             self._rate_kept()  # a kill between an iteration and its ratings
             while not self._trunk_done():
                 self._iterate_trunk()
-                self.write()
+                self.write(page=self._page_due())
             if self.spec.trunk_arm is not None:
                 self._make_fork_points()
             while (key := self.next_key()) is not None:
                 self._iterate(*key)
                 self._rate_kept()
-                self.write()
+                self.write(page=self._page_due())
             self._rate_kept()
             return self.write()
 
@@ -649,13 +654,21 @@ class Experiment:
             generations=[_generation(r) for r in iterations],
         )
 
-    def write(self) -> ExperimentResult:
-        """experiment.json and the page, as the experiment stands."""
+    def _page_due(self) -> bool:
+        """Whether the page is to be drawn again: none yet, or the last PAGE_EVERY_S ago."""
+        drawn = self._page_drawn
+        return drawn is None or time.monotonic() - drawn >= PAGE_EVERY_S
+
+    def write(self, page: bool = True) -> ExperimentResult:
+        """experiment.json, as the experiment stands, and the page unless ``page`` is False
+        (then it shows the experiment as it stood when last drawn)."""
         from frugalzero.experiment.page import write_page
 
         results = self.results()
         atomic_write_text(self.dir / RESULT, results.to_json())
-        write_page(results, self.dir / PAGE)
+        if page or not (self.dir / PAGE).exists():
+            write_page(results, self.dir / PAGE)
+            self._page_drawn = time.monotonic()
         if self.record is not None:
             self._keep_record(self.record)
         return results
