@@ -116,8 +116,8 @@ class EngineNetwork:
         self._closers: list[threading.Thread] = []
         self._ready = threading.Event()
         self._error: BaseException | None = None
-        self._nets: dict[str, tuple[Any, str | None]] = {}  # spec -> (net, note): the last one
-        self._paths: dict[str, Any] = {}  # spec -> the net's file
+        self._nets: dict[str, tuple[Any, str | None, Any]] = {}  # spec -> (net, note, its
+        # file): the last one
         self.problems: list[str] = []  # said by the searcher once each: failed builds, and
         # the precision chosen once int8 was timed
         self._precisions: dict[str, str] = {}  # net -> auto's precision (chosen once a net:
@@ -340,8 +340,8 @@ class EngineNetwork:
         net or precision is first served in-process while its inference processes start."""
         from frugalzero.nn.evaluator import Evaluator, EvaluatorConfig
 
-        net, note = self._load(settings.net)
-        settings = self._choose_precision(settings)
+        net, note, path = self._load(settings.net)
+        settings = self._choose_precision(settings, path)
         servers, per_server = network_layout(settings.threads, self._cores, self._cpu)
         passed = {f.name for f in dataclasses.fields(EvaluatorConfig)} - LAYOUT
         config = EvaluatorConfig(  # single-game batches vary in size: compiling costs more
@@ -384,8 +384,9 @@ class EngineNetwork:
             for server in servers:
                 server.kill()
 
-    def _load(self, spec: str) -> tuple[Any, str | None]:
-        """The net ``spec`` names (the last one loaded is kept: a new layout reloads nothing)."""
+    def _load(self, spec: str) -> tuple[Any, str | None, Any]:
+        """The net ``spec`` names, the note on its choice and its file (the last one loaded is
+        kept: a new layout reloads nothing)."""
         if spec in self._nets:
             return self._nets[spec]
         from frugalzero.nn.checkpoint import load_net
@@ -405,9 +406,8 @@ class EngineNetwork:
         with self._lock:  # kept: the nets in use or built, and this one
             used = {b.answers[0] for b in (self._current, self._fresh) if b is not None}
             self._nets = {k: v for k, v in self._nets.items() if k in used}
-            self._nets[spec] = (net, note)
-            self._paths[spec] = path
-        return net, note
+            self._nets[spec] = (net, note, path)
+        return net, note, path
 
     def _resolved(self, settings: NetSettings) -> NetSettings:
         """``settings`` with ``auto`` as the precision chosen for its net, once chosen
@@ -417,12 +417,12 @@ class EngineNetwork:
             return settings
         return dataclasses.replace(settings, precision=chosen)
 
-    def _choose_precision(self, settings: NetSettings) -> NetSettings:
+    def _choose_precision(self, settings: NetSettings, path) -> NetSettings:
         """``auto`` made concrete on a CPU for a shipped net (int8's play was measured for
-        them only): the precision measured stronger here for this net at the threads it first
-        runs with (``nn.choice``, from the cache), else the float one ``auto`` means, with int8
-        queued for timing where it can run (torchao, a C++ compiler, and
-        ``$FRUGALZERO_INT8_TIMING`` not ``off``). Any other net: the float one."""
+        them only; ``path`` its file): the precision measured stronger here for this net at
+        the threads it first runs with (``nn.choice``, from the cache), else the float one
+        ``auto`` means, with int8 queued for timing where it can run (torchao, a C++ compiler,
+        and ``$FRUGALZERO_INT8_TIMING`` not ``off``). Any other net: the float one."""
         if settings.precision != "auto" or not self._cpu:
             return settings
         memo = settings.net
@@ -434,7 +434,6 @@ class EngineNetwork:
             from frugalzero.runtime.device import resolve_precision
 
             shipped = settings.net in SHIPPED_NETS
-            path = self._paths[settings.net]
             _, threads = network_layout(settings.threads, self._cores, self._cpu)
             choice = cached_precision(path, threads, self._batch) if shipped else None
             if choice is not None:
