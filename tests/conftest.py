@@ -17,15 +17,12 @@ def _own_cache(tmp_path_factory):
     their own, not the user's ~/.cache; the engines the tests start inherit it. No engine
     times int8 in the background (a compile of a core's minute for each shipped net) unless a
     test asks for it (``uci.network.INT8_TIMING``)."""
-    before = {name: os.environ.get(name) for name in ("FRUGALZERO_CACHE", "FRUGALZERO_INT8_TIMING")}
-    os.environ["FRUGALZERO_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    os.environ["FRUGALZERO_INT8_TIMING"] = "off"
-    yield
-    for name, value in before.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    from frugalzero.runtime.interpreter import environment
+    from frugalzero.uci.network import INT8_TIMING
+
+    cache = str(tmp_path_factory.mktemp("cache"))
+    with environment({"FRUGALZERO_CACHE": cache, INT8_TIMING: "off"}):
+        yield
 
 
 def shared_file(relative: str) -> Path:

@@ -21,7 +21,7 @@ from frugalzero.nn.model import PolicyValueNet
 from frugalzero.runtime import device as rd
 from frugalzero.runtime.cores import available_cores
 from frugalzero.runtime.files import atomic_write_bytes, atomic_write_text
-from frugalzero.runtime.interpreter import own_code_env
+from frugalzero.runtime.interpreter import environment, own_code_env
 from frugalzero.runtime.progress import progress_bar, stderr_console
 from frugalzero.runtime.weights import arrays_to_state_dict, weights_to_arrays
 
@@ -74,6 +74,16 @@ def test_light_modules_do_not_import_torch():
 
 
 # -- cores ----------------------------------------------------------------------------------
+
+
+def test_an_environment_is_set_for_its_block_and_put_back_as_it_was(monkeypatch):
+    monkeypatch.setenv("FZ_TEST_SET", "before")
+    monkeypatch.delenv("FZ_TEST_UNSET", raising=False)
+    with pytest.raises(RuntimeError):
+        with environment({"FZ_TEST_SET": "in", "FZ_TEST_UNSET": "in"}):
+            assert os.environ["FZ_TEST_SET"] == os.environ["FZ_TEST_UNSET"] == "in"
+            raise RuntimeError  # put back on the way out of a failure too
+    assert os.environ["FZ_TEST_SET"] == "before" and "FZ_TEST_UNSET" not in os.environ
 
 
 def test_available_cores_is_the_affinity_mask():

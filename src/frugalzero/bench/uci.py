@@ -104,22 +104,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import tempfile
 
     from frugalzero.bench.timing import median
+    from frugalzero.runtime.interpreter import environment
     from frugalzero.uci.network import INT8_TIMING
 
-    saved = {name: os.environ.get(name) for name in ("FRUGALZERO_CACHE", INT8_TIMING)}
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="frugalzero-bench-uci-") as cache:
-        os.environ["FRUGALZERO_CACHE"] = cache
-        os.environ[INT8_TIMING] = "off"  # auto stays the float net: no compile beside the runs
-        try:
+        # auto stays the float net: no compile beside the runs
+        with environment({"FRUGALZERO_CACHE": cache, INT8_TIMING: "off"}):
             lifecycle = _lifecycle(args)
             searched = _search(args)
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
     figures: dict[str, dict[str, Any]] = {}
     for name in args.precision:
         figures[name] = {**_lifecycle_figures("", lifecycle[name]), **searched[name]["figures"]}

@@ -5,6 +5,8 @@ PYTHONPATH the caller had (which may hold the dependencies, so it is kept, not r
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import frugalzero
@@ -15,3 +17,19 @@ def own_code_env() -> dict[str, str]:
     code = str(Path(frugalzero.__file__).resolve().parents[1])
     path = os.pathsep.join(filter(None, [code, os.environ.get("PYTHONPATH", "")]))
     return {**os.environ, "PYTHONPATH": path}
+
+
+@contextmanager
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+    """This process's environment (and so every process it starts) with ``values`` set for the
+    block, each variable as it was afterwards (unset where it was unset)."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
