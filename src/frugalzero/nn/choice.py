@@ -39,8 +39,9 @@ THRESHOLD = 2.0 ** (-EQUAL_NODES_ELO / ELO_PER_DOUBLING)  # 0.576
 CACHE_FILE = "net-speed.json"
 INT8_EQUAL_NODES_ELO = 8.7
 """The float net's edge over int8 at 400 nodes a move: ``small`` bf16 against int8, 200 games,
-+81 =43 −76, 8.7 Elo [−29, +47] (benchmarks/results/int8/match-small-400.*); under 5+0.05 on
-one core each, int8 won +200 [+159, +248] with 1.58x the nodes. The bar is then 1.03x."""
++81 =43 −76, 8.7 Elo [−29, +47] (benchmarks/results/int8/match-small-400.*), the larger of the
+two shipped nets' (``medium``'s int8 won, +70 =69 −61); under 5+0.05 on one core each, int8 won
++200 [+159, +248] with 1.58x the nodes. The bar is then 1.03x."""
 INT8_THRESHOLD = 2.0 ** (INT8_EQUAL_NODES_ELO / ELO_PER_DOUBLING)
 PRECISION_CACHE_FILE = "precision-speed.json"
 PRECISION_ROUNDS = 3  # int8 and the float net timed in turn, each round's best kept
