@@ -15,6 +15,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -412,6 +413,33 @@ def test_the_time_before_a_kill_is_counted(tmp_path):
     done = RunState(iteration=1, step="generate", elapsed_s=80.0, finished=True)
     RunClock(layout, done, now=lambda: 0.0)
     assert done.elapsed_s == 80.0
+
+
+def test_a_stopped_clock_counts_nothing_until_started_again(tmp_path):
+    """An experiment keeps each arm's run loop and resumes it an iteration at a time: the time
+    its process spends on the other arms in between is not this run's."""
+    layout = RunLayout(tmp_path)
+    now = [100.0]
+    state = RunState(iteration=1, step="generate", elapsed_s=50.0)
+    clock = RunClock(layout, state, now=lambda: now[0], tick_s=0.01)
+    clock.start()
+    now[0] += 10.0  # this run's games
+    clock.stop()
+    now[0] += 600.0  # the other arms' iterations
+    assert (clock.elapsed(), clock.step_seconds()) == (60.0, 10.0)
+    clock.begin(1, "train", 0.0)  # a step may begin while stopped: it counts from the start
+    now[0] += 300.0
+    clock.start()
+    now[0] += 5.0
+    assert (clock.elapsed(), clock.step_seconds()) == (65.0, 5.0)
+    # and it ticks again after its restart (a kill then loses at most a tick)
+    expected = {"iteration": 1, "step": "train", "elapsed_s": 65.0, "step_s": 5.0}
+    deadline, ticked = time.monotonic() + 10, None
+    while time.monotonic() < deadline and ticked != expected:
+        time.sleep(0.01)
+        ticked = json.loads(layout.clock.read_text()) if layout.clock.exists() else None
+    clock.stop()
+    assert ticked == expected
 
 
 # -- 9. a run directory is a whole run or refused (issue 63) --------------------------------

@@ -6,6 +6,10 @@ be lost with it (an iteration's ``generate_s`` read 1.3 s for games that took 36
 writes ``clock.json`` every few seconds instead: the run's elapsed seconds and the seconds of
 the step under way. A resume whose state is still at that step takes them over, so at most
 one tick of a killed session goes uncounted.
+
+The clock counts from its making until ``stop()``, and again from each ``start()``: a run that
+is kept and resumed an iteration at a time (``frugalzero experiment`` interleaves its arms so)
+is not charged the time its process spent on the other arms in between.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class RunClock:
         self._step = (state.iteration, state.step)
         self._step_base = float(state.current.get(step_key(state.step), 0.0))
         self._step_start = self._start
+        self._running = True  # counting; paused by stop(), resumed by start()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -69,7 +74,7 @@ class RunClock:
             state.current[key] = max(step_s, float(state.current.get(key, 0.0)))
 
     def elapsed(self) -> float:
-        return self._base + self.now() - self._start
+        return self._base + (self.now() - self._start if self._running else 0.0)
 
     def begin(self, iteration: int, step: str, spent: float) -> None:
         """Step ``step`` of iteration ``iteration`` + 1 starts (or goes on, ``spent`` seconds
@@ -80,7 +85,7 @@ class RunClock:
             self._step_start = self.now()
 
     def step_seconds(self) -> float:
-        return self._step_base + self.now() - self._step_start
+        return self._step_base + (self.now() - self._step_start if self._running else 0.0)
 
     def tick(self) -> None:
         """Write down the time so far (atomically; a failed write only loses a tick)."""
@@ -98,16 +103,29 @@ class RunClock:
             pass
 
     def start(self) -> None:
+        """Count (again, after a ``stop()``) and tick."""
+        with self._lock:
+            if not self._running:
+                self._start = self._step_start = self.now()
+                self._running = True
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="run-clock", daemon=True)
+            self._stop = threading.Event()
+            self._thread = threading.Thread(
+                target=self._run, args=(self._stop,), name="run-clock", daemon=True
+            )
             self._thread.start()
 
     def stop(self) -> None:
+        """Stop ticking and counting: the times so far are kept for the next ``start()``."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        with self._lock:
+            if self._running:
+                self._base, self._step_base = self.elapsed(), self.step_seconds()
+                self._running = False
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.tick_s):
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.wait(self.tick_s):
             self.tick()
