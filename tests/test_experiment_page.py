@@ -177,10 +177,13 @@ def _charts(page: str) -> list[str]:
     return re.findall(r'<div class="chart">(.*?)</div>', page, re.S)
 
 
+def _tick_labels(svg: str, axis: str) -> list[str]:
+    """An axis's tick labels of a chart (text stays text in our SVGs)."""
+    return re.findall(rf'<g id="{axis}tick_\d+">.*?<text[^>]*>([^<]*)</text>', svg, re.S)
+
+
 def _ytick_labels(svg: str) -> list[float]:
-    """The y axis's tick labels of a chart (text stays text in our SVGs)."""
-    labels = re.findall(r'<g id="ytick_\d+">.*?<text[^>]*>([^<]*)</text>', svg, re.S)
-    return [float(t.replace("\u2212", "-").replace(",", "")) for t in labels]
+    return [float(t.replace("\u2212", "-").replace(",", "")) for t in _tick_labels(svg, "y")]
 
 
 def test_the_page_shows_the_verdict_its_evidence_the_arms_and_three_charts(tmp_path):
@@ -303,6 +306,22 @@ def test_an_axis_fits_the_data_and_a_band_far_wider_is_clipped_with_a_note():
     experiment.verdict.comparisons[0].ci95 = [-3000.0, 3070.0]
     page = build_page(experiment)
     assert "interval of sfgames&#x27;s mean difference, [-3000, +3070], runs past" in page
+
+
+def test_the_elo_axis_spans_the_budget_while_only_the_start_nets_are_rated():
+    """Every net at 0 evaluations drew an axis of "−0, −0, 0, 0" (pilot-trunk's page after its
+    forks' start nets were rated): the axis is the budget's from the first rating on."""
+    experiment = make_experiment()
+    experiment.verdict = None
+    for arm in experiment.arms:
+        arm.mean = []
+        for seed in arm.seeds:
+            seed.kept = seed.kept[:1]
+    elo_svg = next(c for c in _charts(build_page(experiment)) if "elo-unit-puct" in c)
+    ticks = _tick_labels(elo_svg, "x")
+    assert "\u22120" not in ticks and len(set(ticks)) == len(ticks)
+    values = [float(t.replace("\u2212", "-").replace(",", "")) for t in ticks]
+    assert min(values) <= 0 and max(values) >= 25000  # the budget: 30,000 evaluations
 
 
 def test_an_experiment_just_started_still_makes_a_page(tmp_path):

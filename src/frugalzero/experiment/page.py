@@ -143,7 +143,8 @@ def elo_chart(experiment: ExperimentResult) -> tuple[str, list[str]]:
     bars = [_ends(k.ci95) for _, k in points]
     low, high = _fit(ys, bars)
     xs = [x for x, _ in points] + [getattr(m, mean_x) for m in means]
-    dodge = (max(xs) - min(xs)) * 0.006 if len(arms) > 1 else 0.0
+    left, right = _budget_span(experiment, xs)
+    dodge = (right - left) * 0.006 if len(arms) > 1 else 0.0
     notes = []
     for index, arm in enumerate(arms):
         colour = f"C{index}"
@@ -219,6 +220,7 @@ def elo_chart(experiment: ExperimentResult) -> tuple[str, list[str]]:
             side = "above" if elo > high else "below"
             notes.append(f"The anchor {anchor} ({elo:.0f}) lies {side} the axis.")
     ax.set_ylim(low, high)
+    ax.set_xlim(left, right)
     _thousands(ax)
     ax.set_xlabel(label)
     ax.set_ylabel("Elo (ladder scale)")
@@ -321,8 +323,9 @@ def selfplay_chart(arms: Sequence[ArmResult]) -> str:
             if series:
                 ax.plot(
                     *zip(*series),
-                    marker="o",
+                    marker="os^Dv"[index % 5],
                     markersize=3,
+                    linestyle=("-", "--", ":", "-.")[index % 4],  # arms alike stay visible
                     color=f"C{index}",
                     label=arm.name,
                     gid=_gid(f"stats-{key}", arm.name),
@@ -347,6 +350,19 @@ def _budget_axis(experiment: ExperimentResult) -> tuple[str, str, str]:
     if not budget.evaluations and budget.minutes:
         return "minutes", "checkpoint", "wall-clock minutes (per arm-unit)"
     return "evaluations", "evaluations", "network evaluations of generation (per arm-unit)"
+
+
+def _budget_span(experiment: ExperimentResult, xs: Sequence[float]) -> tuple[float, float]:
+    """The x axis of the Elo chart: from nothing spent to the whole budget, so a chart of the
+    start nets alone (all at 0) is already the scale the experiment will fill; wider where a
+    net lies beyond it."""
+    budget = experiment.budget
+    whole = budget.evaluations or budget.cpu_seconds or budget.minutes
+    low, high = min([0.0, *xs]), max([float(whole), *xs])
+    if high <= low:
+        high = low + 1.0
+    margin = (high - low) * 0.03
+    return low - margin, high + margin
 
 
 def _series(arm: ArmResult, key: str) -> list[tuple[float, float]]:
