@@ -224,7 +224,8 @@ def elo_chart(experiment: ExperimentResult) -> tuple[str, list[str]]:
     _thousands(ax)
     ax.set_xlabel(label)
     ax.set_ylabel("Elo (ladder scale)")
-    ax.legend(loc="best", frameon=False, fontsize=8)
+    # beside the axes: inside, it hid the anchors' labels and the bands
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
     ax.set_title("Elo of the kept nets (95% intervals): units thin, arm means thick", loc="left")
     return svg_text(fig), notes
 
@@ -311,6 +312,8 @@ def selfplay_chart(arms: Sequence[ArmResult]) -> str:
         fig, (ax,) = new_figure(1, 1.6)
         mark_empty(ax, "self-play statistics")
         return svg_text(fig)
+    from matplotlib.ticker import MaxNLocator
+
     columns = 2 if len(keys) > 1 else 1
     rows = math.ceil(len(keys) / columns)
     fig, _ = new_figure(rows, 2.3)
@@ -332,6 +335,7 @@ def selfplay_chart(arms: Sequence[ArmResult]) -> str:
                 )
         ax.set_title(title, loc="left", fontsize=9)
         _thousands(ax)
+        ax.xaxis.set_major_locator(MaxNLocator(4))  # half a page wide: "350,000" fits 4 times
         ax.tick_params(labelsize=7)
     axes[0].legend(loc="best", frameon=False, fontsize=7)
     for ax in axes[len(keys) :]:
