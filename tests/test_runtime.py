@@ -73,7 +73,7 @@ def test_light_modules_do_not_import_torch():
     assert result.returncode == 0, result.stderr
 
 
-# -- cores ----------------------------------------------------------------------------------
+# -- interpreter ----------------------------------------------------------------------------
 
 
 def test_an_environment_is_set_for_its_block_and_put_back_as_it_was(monkeypatch):
@@ -84,6 +84,9 @@ def test_an_environment_is_set_for_its_block_and_put_back_as_it_was(monkeypatch)
             assert os.environ["FZ_TEST_SET"] == os.environ["FZ_TEST_UNSET"] == "in"
             raise RuntimeError  # put back on the way out of a failure too
     assert os.environ["FZ_TEST_SET"] == "before" and "FZ_TEST_UNSET" not in os.environ
+
+
+# -- cores ----------------------------------------------------------------------------------
 
 
 def test_available_cores_is_the_affinity_mask():

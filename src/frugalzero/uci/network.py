@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 PARALLEL_BATCHES = 2  # batches one game's search keeps evaluating side by side on a CPU
@@ -116,8 +117,8 @@ class EngineNetwork:
         self._closers: list[threading.Thread] = []
         self._ready = threading.Event()
         self._error: BaseException | None = None
-        self._nets: dict[str, tuple[Any, str | None, Any]] = {}  # spec -> (net, note, its
-        # file): the last one
+        # spec -> (net, note, its file): the last one loaded
+        self._nets: dict[str, tuple[Any, str | None, Path]] = {}
         self.problems: list[str] = []  # said by the searcher once each: failed builds, and
         # the precision chosen once int8 was timed
         self._precisions: dict[str, str] = {}  # net -> auto's precision (chosen once a net:
@@ -384,7 +385,7 @@ class EngineNetwork:
             for server in servers:
                 server.kill()
 
-    def _load(self, spec: str) -> tuple[Any, str | None, Any]:
+    def _load(self, spec: str) -> tuple[Any, str | None, Path]:
         """The net ``spec`` names, the note on its choice and its file (the last one loaded is
         kept: a new layout reloads nothing)."""
         if spec in self._nets:
@@ -417,7 +418,7 @@ class EngineNetwork:
             return settings
         return dataclasses.replace(settings, precision=chosen)
 
-    def _choose_precision(self, settings: NetSettings, path) -> NetSettings:
+    def _choose_precision(self, settings: NetSettings, path: Path) -> NetSettings:
         """``auto`` made concrete on a CPU for a shipped net (int8's play was measured for
         them only; ``path`` its file): the precision measured stronger here for this net at
         the threads it first runs with (``nn.choice``, from the cache), else the float one
