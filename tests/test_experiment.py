@@ -266,6 +266,32 @@ def test_paired_differences_decide_better_worse_or_inconclusive() -> None:
     assert none.conclusion == "not yet rated" and none.difference is None
 
 
+def test_the_measured_spread_gives_the_pairs_mde_and_sizes_a_follow_up() -> None:
+    from frugalzero.experiment.verdict import FOLLOW_UP_MDE
+    from frugalzero.stats import minimum_detectable_effect as paired
+    from frugalzero.stats import pairs_for_effect
+
+    base = _arm("puct", {0: 600, 1: 700, 2: 650, 3: 640}, sigma=10.0)
+    spread = compare(_arm("c", {0: 640, 1: 700, 2: 710, 3: 620}, sigma=10.0), base, 100, 0.95)
+    sd = spread.spread_sd  # above the rating error (10 * sqrt 2): the spread itself
+    assert sd > spread.rating_error_sd
+    assert spread.mde_measured == pytest.approx(paired(4, sd, 0.95, 0.8), abs=0.2)
+    assert spread.follow_up_pairs == pairs_for_effect(FOLLOW_UP_MDE, sd, 0.95, 0.8)
+    assert spread.follow_up_pairs > 4 and spread.mde_measured > FOLLOW_UP_MDE
+    # a spread below the rating error alone is sampling luck: the error is the floor
+    tight = compare(_arm("c", {0: 601, 1: 700, 2: 651, 3: 640}, sigma=10.0), base, 100, 0.95)
+    assert tight.seed_sd == 0.0 and tight.spread_sd < tight.rating_error_sd
+    floor = tight.rating_error_sd
+    assert tight.mde_measured == pytest.approx(paired(4, floor, 0.95, 0.8), abs=0.2)
+    assert tight.follow_up_pairs == pairs_for_effect(FOLLOW_UP_MDE, floor, 0.95, 0.8)
+    more_power = compare(
+        _arm("c", {0: 640, 1: 700, 2: 710, 3: 620}, sigma=10.0), base, 100, 0.95, power=0.9
+    )
+    assert more_power.follow_up_pairs > spread.follow_up_pairs
+    one = compare(_arm("c", {0: 640}), base, 100, 0.95)
+    assert one.mde_measured is None and one.follow_up_pairs is None  # one pair has no spread
+
+
 def test_the_mean_curve_averages_the_seeds_rated_at_each_checkpoint() -> None:
     curve = mean_curve(_arm("a", {0: 600, 1: 700, 2: None}).seeds, 0.95)
     assert [c.seeds for c in curve] == [3, 2]

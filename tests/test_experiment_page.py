@@ -269,7 +269,13 @@ def _forked() -> ExperimentResult:
         units=[f"fork-{p}-seed-{s}" for p, s in units],
         measured_by=["head-to-head"] * 4,
         conclusion="inconclusive",
+        spread_sd=9.8,
+        rating_error_sd=62.7,
+        seed_sd=0.0,
+        mde_measured=151.2,
+        follow_up_pairs=27,
     )
+    experiment.verdict.follow_up_mde = 50.0
     return experiment
 
 
@@ -287,6 +293,12 @@ def test_a_forked_experiment_names_its_units_fork_points_and_head_to_head_games(
     assert "<td>fork-0-seed-0</td><td>head-to-head</td><td>+26</td><td>[-91, +144]</td>" in page
     assert "<td>54% of 40 games</td>" in page and ">4 fork</td>" in page
     assert "<use" in _group(page, "pair-sfgames-fork-1-seed-1")
+    # what the measured spread can see, and the follow-up it sizes
+    assert (
+        "spread of the differences 10, their rating error 63 (root mean square), the seed s.d. "
+        "that leaves 0; at that spread these pairs detect 151.2 Elo, and a follow-up rated the "
+        "same way needs 27 pairs for 50 Elo" in page
+    )
 
 
 def test_an_axis_fits_the_data_and_a_band_far_wider_is_clipped_with_a_note():

@@ -19,6 +19,7 @@ from frugalzero.stats import (
     paired_t,
     paired_t_p_value,
     paired_t_power,
+    pairs_for_effect,
     score_from_elo,
     t_quantile,
     t_sf,
@@ -164,6 +165,18 @@ def test_the_minimum_detectable_effect_is_exact_on_the_noncentral_t():
     assert minimum_detectable_effect(4, 0.0, 0.95, 0.8) == 0.0
     big = minimum_detectable_effect(400, 100.0, 0.95, 0.8)
     assert big == pytest.approx((1.960 + 0.842) * 100 / 20, rel=1e-2)
+
+
+def test_a_pilots_spread_sizes_its_follow_up_as_the_sample_size_tables_do():
+    # the same table: d_z = 0.5 needs 34 pairs, d_z = 0.8 needs 15 (G*Power, paired t)
+    assert pairs_for_effect(50.0, 100.0, 0.95, 0.8) == 34
+    assert pairs_for_effect(80.0, 100.0, 0.95, 0.8) == 15
+    for pairs in (3, 8, 40):  # the inverse of the minimum detectable effect
+        mde = minimum_detectable_effect(pairs, 60.0, 0.95, 0.8)
+        assert pairs_for_effect(mde * 1.001, 60.0, 0.95, 0.8) == pairs
+        assert pairs_for_effect(mde * 0.99, 60.0, 0.95, 0.8) == pairs + 1
+    assert pairs_for_effect(0.0, 60.0, 0.95, 0.8) is None
+    assert pairs_for_effect(10.0, 0.0, 0.95, 0.8) == 2
 
 
 # -- the Elo error of a number of games ---------------------------------------------------------

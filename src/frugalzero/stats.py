@@ -287,3 +287,28 @@ def minimum_detectable_effect(pairs: int, sd: float, confidence: float, power: f
         high *= 2
     nc = brentq(lambda x: nct_sf(crit, df, x) - power, 0.0, high, xtol=1e-10)
     return nc * sd / math.sqrt(pairs)
+
+
+def pairs_for_effect(effect: float, sd: float, confidence: float, power: float) -> int | None:
+    """The fewest pairs (at least two) whose paired t at ``confidence`` finds a true mean
+    difference ``effect`` above 0 with probability ``power``, for differences of s.d. ``sd``:
+    how a pilot's measured spread sizes its follow-up. None where no count up to a million
+    does (a zero or negative effect)."""
+    if effect <= 0:
+        return None
+    if sd == 0:
+        return 2
+    if paired_t_power(effect, 2, sd, confidence) >= power:
+        return 2
+    low, high = 2, 4  # power rises with the pairs: double, then bisect
+    while paired_t_power(effect, high, sd, confidence) < power:
+        low, high = high, high * 2
+        if high > 1_000_000:
+            return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        if paired_t_power(effect, middle, sd, confidence) >= power:
+            high = middle
+        else:
+            low = middle
+    return high

@@ -626,21 +626,32 @@ def _pair_tables(experiment: ExperimentResult) -> str:
         header = "<tr>" + "".join(f"<th>{h}</th>" for h in PAIRS) + "</tr>"
         out.append(
             f"<p class=note><b>{_esc(c.arm)} − {_esc(c.vs)}</b> at {_count(c.checkpoint)} "
-            f"{_esc(experiment.budget.unit)}: {_spread(c)}.</p>"
+            f"{_esc(experiment.budget.unit)}: {_spread(c, verdict)}.</p>"
             f'<table class="summary">{header}{"".join(rows)}</table>'
         )
     return "\n".join(out)
 
 
-def _spread(c: Comparison) -> str:
-    """The two parts of the differences' spread, as measured (one pair has no spread)."""
+def _spread(c: Comparison, verdict: Verdict) -> str:
+    """The two parts of the differences' spread, as measured (one pair has no spread), and what
+    that spread can see: with these pairs, and the pairs a follow-up needs for the verdict's
+    target (older records hold neither)."""
     error = _number(c.rating_error_sd, "{:.0f}")
     if c.spread_sd is None:
         return f"one pair, its rating error {error}"
-    return (
+    text = (
         f"spread of the differences {_number(c.spread_sd, '{:.0f}')}, their rating error "
         f"{error} (root mean square), the seed s.d. that leaves {_number(c.seed_sd, '{:.0f}')}"
     )
+    if c.mde_measured is not None:
+        text += f"; at that spread these pairs detect {_mde(c.mde_measured)}"
+    if c.mde_measured is not None and verdict.follow_up_mde:
+        pairs = c.follow_up_pairs
+        need = f"{_count(pairs)} pairs" if pairs else "more than a million pairs"
+        text += (
+            f", and a follow-up rated the same way needs {need} for {verdict.follow_up_mde:.0f} Elo"
+        )
+    return text
 
 
 def _score(unit: UnitResult | None, confidence: float) -> str:

@@ -163,6 +163,13 @@ class Comparison:
     spread_sd: float | None = None
     rating_error_sd: float | None = None
     seed_sd: float | None = None
+    mde_measured: float | None = None
+    """The minimum detectable effect of these pairs at the spread they measured: its seed part
+    and their rating error (so a spread that fell below the rating error alone counts as that
+    error)."""
+    follow_up_pairs: int | None = None
+    """The pairs a follow-up rated the same way needs for a minimum detectable effect of
+    the verdict's ``follow_up_mde`` at that spread: the pilot's sizing."""
 
     def pair_rows(self) -> list[tuple[str, float, float | None, str]]:
         """(unit, difference, its s.d., how measured) a pair; an older record without the
@@ -186,6 +193,8 @@ class Verdict:
     seed_sd: float | None = None
     rating_error_sd: float | None = None
     power: float = 0.8
+    follow_up_mde: float | None = None
+    """The effect each comparison's ``follow_up_pairs`` is sized to find."""
     comparisons: list[Comparison] = field(default_factory=list)
     text: str = ""
 

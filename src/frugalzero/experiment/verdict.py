@@ -37,9 +37,14 @@ from frugalzero.stats import (
     normal_cdf,
     paired_t,
     paired_t_p_value,
+    pairs_for_effect,
     two_sided,
 )
 from frugalzero.stats import minimum_detectable_effect as paired_mde
+
+FOLLOW_UP_MDE = 50.0
+"""The effect a follow-up is sized to find (issue 70's target for a comparison of data
+methods): each comparison says how many pairs would reach it at the spread it measured."""
 
 ELO_CAP = 1200.0
 """A perfect head-to-head score counts as this difference (fishtest's cap of a score at 0.1%)."""
@@ -141,11 +146,13 @@ def compare(
     confidence: float,
     seed_sd: float = 0.0,
     head_to_head_only: bool = False,
+    power: float = 0.8,
 ) -> Comparison:
     """``arm`` against ``base`` at ``checkpoint``, on the units both have rated there (or
     whose final nets played each other: the unit's ``head_to_head`` counts then measure that
     pair instead). A single pair's interval adds the assumed ``seed_sd`` of both runs to its
-    rating error."""
+    rating error. Two pairs or more also size a follow-up at ``power`` from their measured
+    spread."""
     diffs, errors, measures, units = _pairs(arm, base, checkpoint, confidence, head_to_head_only)
     out = Comparison(arm=arm.name, vs=base.name, checkpoint=checkpoint, pairs=len(diffs))
     if not diffs:
@@ -163,6 +170,10 @@ def compare(
         p_value = paired_t_p_value(diffs)
     rating_error = math.sqrt(rating_var)
     seed_part = None if spread is None else math.sqrt(max(spread**2 - rating_var, 0.0) / 2)
+    measured_sd = None if seed_part is None else math.sqrt(2 * seed_part**2 + rating_var)
+    if measured_sd is not None and not math.isfinite(measured_sd):
+        measured_sd = None  # a pair without an error (a perfect score) sizes nothing
+    mde_measured = None if measured_sd is None else paired_mde(n, measured_sd, confidence, power)
     return dataclasses.replace(
         out,
         difference=round(mean, 1),
@@ -176,6 +187,10 @@ def compare(
         spread_sd=None if spread is None else round(spread, 1),
         rating_error_sd=round(rating_error, 1) if math.isfinite(rating_error) else rating_error,
         seed_sd=None if seed_part is None else round(seed_part, 1),
+        mde_measured=None if mde_measured is None else round(mde_measured, 1),
+        follow_up_pairs=None
+        if measured_sd is None
+        else pairs_for_effect(FOLLOW_UP_MDE, measured_sd, confidence, power),
     )
 
 
@@ -205,6 +220,7 @@ def verdict(spec: ExperimentSpec, arms: Sequence[ArmResult], complete: bool) -> 
             d.confidence,
             d.seed_sd,
             head_to_head_only=bool(spec.rating.head_to_head),
+            power=d.power,
         )
         for a in arms
         if a.name != spec.baseline
@@ -236,6 +252,7 @@ def verdict(spec: ExperimentSpec, arms: Sequence[ArmResult], complete: bool) -> 
         seed_sd=d.seed_sd,
         rating_error_sd=round(rating_error, 1),
         power=d.power,
+        follow_up_mde=FOLLOW_UP_MDE,
         comparisons=comparisons,
         text=text,
     )
