@@ -298,9 +298,7 @@ def pairs_for_effect(effect: float, sd: float, confidence: float, power: float) 
         return None
     if sd == 0:
         return 2
-    if paired_t_power(effect, 2, sd, confidence) >= power:
-        return 2
-    low, high = 2, 4  # power rises with the pairs: double, then bisect
+    low, high = 1, 2  # power rises with the pairs: double, then bisect (one pair has no t)
     while paired_t_power(effect, high, sd, confidence) < power:
         low, high = high, high * 2
         if high > 1_000_000:

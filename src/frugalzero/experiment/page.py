@@ -643,9 +643,10 @@ def _spread(c: Comparison, verdict: Verdict) -> str:
         f"spread of the differences {_number(c.spread_sd, '{:.0f}')}, their rating error "
         f"{error} (root mean square), the seed s.d. that leaves {_number(c.seed_sd, '{:.0f}')}"
     )
-    if c.mde_measured is not None:
-        text += f"; at that spread these pairs detect {_mde(c.mde_measured)}"
-    if c.mde_measured is not None and verdict.follow_up_mde:
+    if c.mde_measured is None:
+        return text
+    text += f"; at that spread these pairs detect {_mde(c.mde_measured)}"
+    if verdict.follow_up_mde:
         pairs = c.follow_up_pairs
         need = f"{_count(pairs)} pairs" if pairs else "more than a million pairs"
         text += (

@@ -170,7 +170,8 @@ def compare(
         p_value = paired_t_p_value(diffs)
     rating_error = math.sqrt(rating_var)
     seed_part = None if spread is None else math.sqrt(max(spread**2 - rating_var, 0.0) / 2)
-    measured_sd = None if seed_part is None else math.sqrt(2 * seed_part**2 + rating_var)
+    # sqrt(2 seed_part^2 + rating_var): the spread, floored at the rating error alone
+    measured_sd = None if spread is None else max(spread, rating_error)
     if measured_sd is not None and not math.isfinite(measured_sd):
         measured_sd = None  # a pair without an error (a perfect score) sizes nothing
     mde_measured = None if measured_sd is None else paired_mde(n, measured_sd, confidence, power)
