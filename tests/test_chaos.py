@@ -86,15 +86,17 @@ def _nets(run_dir: Path) -> dict[str, str]:
 
 
 def _matches(run_dir: Path) -> dict[str, list[tuple]]:
-    """Each match's games: moves and results (player names hold the run's path)."""
+    """Each match's games by round: moves and results (player names hold the run's path; the
+    games are written as they finish, so two games played at once may swap)."""
     out = {}
     for path in sorted((run_dir / "matches").glob("*.pgn")):
         games = []
         with path.open() as handle:
             while (game := chess.pgn.read_game(handle)) is not None:
                 moves = [m.uci() for m in game.mainline_moves()]
-                games.append((game.headers.get("Result"), game.headers.get("FEN"), moves))
-        out[path.name] = games
+                headers = game.headers
+                games.append((int(headers["Round"]), headers["Result"], headers.get("FEN"), moves))
+        out[path.name] = sorted(games)
     return out
 
 

@@ -236,7 +236,7 @@ def test_a_go_left_unanswered_at_quit_is_reported(tmp_path):
     """Every ``go`` read before ``quit`` is owed its ``bestmove`` (a running search stops and
     answers): an engine that writes nothing more after ``quit`` fails the session that ended
     with a ``go`` still searching."""
-    settings = _fake_settings(tmp_path, "mute-quit", 6_000, seed=3, session_commands=30)
+    settings = _fake_settings(tmp_path, "mute-quit", 6_000, seed=5, session_commands=30)
     (failure,) = fuzz(settings).failures
     assert failure["kind"] == "missing" and "after quit" in failure["detail"]
 
