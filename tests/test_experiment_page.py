@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from frugalzero.experiment.page import build_page, write_page
+from frugalzero.experiment.page import _series, build_page, selfplay_chart, write_page
 from frugalzero.experiment.results import (
     ArmResult,
     BudgetResult,
@@ -69,6 +69,7 @@ def _generations(seed: int, selfplay: bool) -> list[Generation]:
                 "repeated_share_by_ply": [0.0, 0.1],
                 "distinct_positions_per_1000": 800.0 + 10 * k,
                 "distinct_openings": 16,
+                "distinct_opening_share": 1.0,
                 "root_kl": 0.4 - 0.05 * k,
                 "decisive_targets": 0.6,
             }
@@ -443,3 +444,54 @@ def test_the_summary_table_names_each_unit_its_spend_final_elo_and_head_to_head_
     ]
     last = next(r for r in rows if r[:2] == ["sfgames", "fork-1-seed-1"])
     assert last[3] == "30,000" and last[8:] == ["600 [560, 640]", "54% of 40 (+26)", "yes"]
+
+
+def test_a_generation_cut_to_one_game_does_not_make_a_point_of_its_own():
+    """pilot-trunk's page: one unit's last generation, cut by the budget to 1 game of 512
+    plies, was drawn as the arm's last point (N_scl 80, mean length 512, where every other
+    unit's games averaged ~110). Pooled by spend and weighted by games, it barely moves its
+    bin."""
+
+    def unit(seed: int, lengths: list[tuple[int, int, float]]) -> UnitResult:
+        gens = [
+            Generation(k + 1, evaluations, games, 100 * games, {"mean_length": length})
+            for k, (evaluations, games, length) in enumerate(lengths)
+        ]
+        return UnitResult(seed=seed, unit=f"seed-{seed}", generations=gens)
+
+    arm = ArmResult(
+        name="contempt",
+        seeds=[
+            unit(0, [(100_000, 48, 200.0), (100_000, 48, 110.0)]),
+            unit(1, [(100_000, 48, 200.0), (95_000, 48, 110.0), (5_000, 1, 512.0)]),
+        ],
+    )
+    series = _series(arm, "mean_length")
+    # three bins of 66,667 (the median unit's generations, rounded up): the first
+    # generations' middles fall in the first, the rest in the last
+    assert [round(x) for x, _ in series] == [
+        50_000,
+        round((150_000 + 147_500 + 197_500 / 48) / (2 + 1 / 48)),
+    ]
+    assert series[0][1] == 200.0
+    assert series[1][1] == pytest.approx((110 * 96 + 512) / 97)  # 114.1, not 512
+
+
+def test_a_fork_experiment_charts_each_fork_point_apart():
+    """Units of different fork points start from different nets (pilot-trunk: games of ~200
+    plies at its first point, ~120 at its second); pooled, their generations zig-zag with
+    whichever point fills a bin. Each point gets its own line."""
+
+    def unit(point: int, seed: int, length: float) -> UnitResult:
+        gens = [Generation(k, 100_000, 48, 4800, {"mean_length": length}) for k in (1, 2)]
+        return UnitResult(
+            seed=seed, unit=f"fork-{point}-seed-{seed}", fork_point=point, generations=gens
+        )
+
+    arm = ArmResult(name="puct", seeds=[unit(0, 0, 200.0), unit(0, 1, 190.0), unit(1, 0, 120.0)])
+    assert [y for _, y in _series(arm, "mean_length", 0)] == [195.0, 195.0]
+    assert [y for _, y in _series(arm, "mean_length", 1)] == [120.0, 120.0]
+    svg = selfplay_chart([arm])
+    for point in (0, 1):
+        assert "<path" in _group(svg, f"stats-mean_length-puct-fork-{point}")
+    assert 'stats-mean_length-puct"' not in svg  # no line mixing the points

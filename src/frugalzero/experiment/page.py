@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -64,7 +65,7 @@ SELFPLAY_KEYS = (
     ("root_kl", "root KL (search vs prior)"),
     ("decisive_targets", "decisive value targets"),
     ("mean_length", "mean game length (plies)"),
-    ("distinct_openings", "distinct openings"),
+    ("distinct_opening_share", "distinct openings (share of games)"),
     ("nscl", "N_scl"),
 )
 
@@ -320,18 +321,26 @@ def selfplay_chart(arms: Sequence[ArmResult]) -> str:
     fig.clear()  # the report's figure (its size and text settings), laid out as a grid
     grid = fig.subplots(rows, columns, squeeze=False)
     axes = [ax for row in grid for ax in row]
+    forks = sorted({u.fork_point for arm in arms for u in arm.seeds if u.fork_point >= 0})
     for ax, (key, title) in zip(axes, keys):
         for index, arm in enumerate(arms):
-            series = _series(arm, key)
-            if series:
+            # a fork experiment's units start from different nets (pilot-trunk: games of ~200
+            # plies at its first fork point, ~120 at its second): one line a fork point, each
+            # in its arm's colour and line, the points told apart by their markers
+            for point in forks or [None]:
+                series = _series(arm, key, point)
+                if not series:
+                    continue
                 ax.plot(
                     *zip(*series),
-                    marker="os^Dv"[index % 5],
+                    marker="os^Dv"[(index if point is None else point) % 5],
                     markersize=3,
                     linestyle=("-", "--", ":", "-.")[index % 4],  # arms alike stay visible
                     color=f"C{index}",
-                    label=arm.name,
-                    gid=_gid(f"stats-{key}", arm.name),
+                    label=arm.name if point is None else f"{arm.name}, fork {point}",
+                    gid=_gid(
+                        f"stats-{key}", arm.name if point is None else f"{arm.name}-fork-{point}"
+                    ),
                 )
         ax.set_title(title, loc="left", fontsize=9)
         _thousands(ax)
@@ -369,23 +378,43 @@ def _budget_span(experiment: ExperimentResult, xs: Sequence[float]) -> tuple[flo
     return low - margin, high + margin
 
 
-def _series(arm: ArmResult, key: str) -> list[tuple[float, float]]:
-    """(evaluations, mean of ``key``) per generation over the arm's units: generation k of
-    every unit is averaged and placed at its units' mean evaluations spent by its end (a
-    generation records its own evaluations, so they are summed); units that lack the key
-    (older runs, other methods) are left out of that point."""
-    by_iteration: dict[int, list[tuple[float, float]]] = {}
+def _series(arm: ArmResult, key: str, fork_point: int | None = None) -> list[tuple[float, float]]:
+    """(evaluations, mean of ``key``) over the arm's units (those of ``fork_point`` where one is
+    given), the budget cut into as many equal bins as the median unit has generations: a
+    generation sits at the middle of its own spend, and each bin's point is its generations'
+    mean weighted by their games. Averaging
+    generation k of every unit instead would give a point of its own to the one game a budget
+    cut some unit's last generation to (in pilot-trunk: a 512-ply mean length where the rest
+    played ~110), and mix generations of very different spend. Units that lack the key (older
+    runs, other methods) are left out."""
+    placed: list[tuple[float, int, float]] = []  # (middle of spend, games, value)
+    ends, counts = [0.0], [1]
     for unit in arm.seeds:
+        if fork_point is not None and unit.fork_point != fork_point:
+            continue
         spent = 0.0
-        for gen in sorted(unit.generations, key=lambda g: g.iteration):
-            spent += gen.evaluations if _finite(gen.evaluations) else 0.0
+        generations = sorted(unit.generations, key=lambda g: g.iteration)
+        counts.append(len(generations))
+        for gen in generations:
+            own = float(gen.evaluations) if _finite(gen.evaluations) else 0.0
             value = (gen.selfplay or {}).get(key)
             if _finite(value):
-                by_iteration.setdefault(gen.iteration, []).append((spent, value))
-    return [
-        (_mean(x for x, _ in points), _mean(y for _, y in points))
-        for _, points in sorted(by_iteration.items())
-    ]
+                placed.append((spent + own / 2, max(int(gen.games), 1), float(value)))
+            spent += own
+        ends.append(spent)
+    nbins = max(1, math.ceil(statistics.median(counts[1:] or counts)))
+    width = max(ends) / nbins
+    bins: dict[int, list[tuple[float, int, float]]] = {}
+    for point in placed:
+        index = min(int(point[0] / width), nbins - 1) if width > 0 else 0
+        bins.setdefault(index, []).append(point)
+    series = []
+    for _, points in sorted(bins.items()):
+        games = sum(g for _, g, _ in points)
+        series.append(
+            (sum(x * g for x, g, _ in points) / games, sum(v * g for _, g, v in points) / games)
+        )
+    return series
 
 
 def _fit(values: Iterable, bars: Iterable[tuple[float, float]]) -> tuple[float, float]:
