@@ -330,7 +330,9 @@ class _Arm:
     def __init__(self, net, config, evaluator_config, args: argparse.Namespace, batch: int):
         from frugalzero.nn.evaluator import Evaluator
         from frugalzero.nn.throughput import BareNet
+        from frugalzero.selfplay.play import one_worker_evaluator
 
+        evaluator_config = one_worker_evaluator(evaluator_config)  # as run_selfplay's one worker
         self.args = args
         self.batch = batch
         self.play = _SelfPlay(net, config, evaluator_config)

@@ -120,7 +120,8 @@ class EvaluatorConfig:
     1.7x bf16's positions/s on a 2-core EPYC, but not yet as strong (docs/network.md)."""
     threads: int = 0
     """PyTorch intra-op threads on CPU, per inference process; 0 = the cores not taken by the
-    caller and the other inference processes (at least 1), all of them for 'inline'."""
+    caller and the other inference processes (at least 1), all of them for 'inline' and for
+    a lone self-play worker (its native search takes ~1% of a core)."""
     servers: int = 1
     """Inference processes ('process' backend), each taking whole batches in turn. On a CPU,
     two single-threaded processes run two small batches at once with no threads to

@@ -14,7 +14,7 @@ import math
 import multiprocessing as mp
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from frugalzero.selfplay.config import SelfPlayConfig
 from frugalzero.selfplay.game import GameStart, SelfPlayGame, game_starts
 
 if TYPE_CHECKING:
+    from frugalzero.nn.evaluator import EvaluatorConfig
     from frugalzero.nn.server import ServerClient
 
 SEARCHES = "searches"
@@ -186,6 +187,20 @@ def worker_count(config: SelfPlayConfig) -> int:
     return max(1, min(workers, config.games))
 
 
+def one_worker_evaluator(config: EvaluatorConfig) -> EvaluatorConfig:
+    """The evaluator settings of a lone self-play worker: its network gets every core where
+    ``threads`` is left at 0. The evaluator's default keeps a core for its caller, but the
+    caller here is the native search, 2.6-3.2 us of CPU a simulation (``bench selfplay``'s
+    ``search_cpu_us_per_simulation``), about 1% of a core at self-play's rate: on the 2-core
+    machine that core sat idle, and two threads ran self-play 1.82x as fast at ``bench
+    selfplay --arch small``'s defaults (64 simulations, batches of 128) and 1.63x at 200
+    (`medium` 1.65x, `tiny` 1.17x; benchmarks/results/native/selfplay-threads-20261130.json).
+    Several workers keep the evaluator's rule, unmeasured here."""
+    if config.threads:
+        return config
+    return replace(config, threads=available_cores())
+
+
 def _worker(
     index: int,
     client: ServerClient,
@@ -233,7 +248,7 @@ def run_selfplay(
             progress(done)
 
     if workers == 1:
-        with Evaluator(net, config.evaluator) as evaluator:
+        with Evaluator(net, one_worker_evaluator(config.evaluator)) as evaluator:
             run = play_games(evaluator, starts, config, each, meta.net_id)
         run.workers = 1
         return run
