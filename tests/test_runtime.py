@@ -246,6 +246,32 @@ def test_transient_or_quiet_bars_leave_nothing(transient, enabled):
     assert out.getvalue().strip() == ""
 
 
+def test_off_a_terminal_unfinished_bars_print_a_line_as_often_as_asked(monkeypatch):
+    """A background run's log: rich draws no live bar there, so without these lines a
+    20-minute generation left its log silent until it ended."""
+    from frugalzero.runtime import progress
+
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    console, out = _console()
+    with progress_bar("gen", "count", transient=True, console=console, log_every=60) as bar:
+        task = bar.add_task("x", total=64)
+        bar.advance(task, 5)
+        assert out.getvalue() == ""  # not a minute yet
+        clock[0] += 61
+        bar.advance(task, 5)
+        assert "10/64" in out.getvalue() and "gen" in out.getvalue()
+        clock[0] += 30
+        bar.update(task, completed=20)
+        assert "20/64" not in out.getvalue()  # at most one print a minute
+        clock[0] += 31
+        bar.update(task, completed=64)  # finished tasks are not printed
+        done = bar.add_task("y", total=2, completed=1)
+        clock[0] += 61
+        bar.advance(done, 0)
+    assert "64/64" not in out.getvalue() and "1/2" in out.getvalue()
+
+
 def test_stderr_console_writes_to_stderr(capsys):
     stderr_console().print("note")
     captured = capsys.readouterr()
