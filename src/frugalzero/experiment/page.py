@@ -382,11 +382,10 @@ def _series(arm: ArmResult, key: str, fork_point: int | None = None) -> list[tup
     """(evaluations, mean of ``key``) over the arm's units (those of ``fork_point`` where one is
     given), the budget cut into as many equal bins as the median unit has generations: a
     generation sits at the middle of its own spend, and each bin's point is its generations'
-    mean weighted by their games. Averaging
-    generation k of every unit instead would give a point of its own to the one game a budget
-    cut some unit's last generation to (in pilot-trunk: a 512-ply mean length where the rest
-    played ~110), and mix generations of very different spend. Units that lack the key (older
-    runs, other methods) are left out."""
+    mean weighted by their games. Averaging generation k of every unit instead would give a
+    point of its own to the one game a budget cut some unit's last generation to (in
+    pilot-trunk: a 512-ply mean length where the rest played ~110), and mix generations of
+    very different spend. Units that lack the key (older runs, other methods) are left out."""
     placed: list[tuple[float, int, float]] = []  # (middle of spend, games, value)
     ends, counts = [0.0], [1]
     for unit in arm.seeds:
