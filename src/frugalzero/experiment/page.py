@@ -387,7 +387,8 @@ def _series(arm: ArmResult, key: str, fork_point: int | None = None) -> list[tup
     pilot-trunk: a 512-ply mean length where the rest played ~110), and mix generations of
     very different spend. Units that lack the key (older runs, other methods) are left out."""
     placed: list[tuple[float, int, float]] = []  # (middle of spend, games, value)
-    ends, counts = [0.0], [1]
+    ends: list[float] = [0.0]
+    counts: list[int] = []  # generations a unit
     for unit in arm.seeds:
         if fork_point is not None and unit.fork_point != fork_point:
             continue
@@ -401,7 +402,7 @@ def _series(arm: ArmResult, key: str, fork_point: int | None = None) -> list[tup
                 placed.append((spent + own / 2, max(int(gen.games), 1), float(value)))
             spent += own
         ends.append(spent)
-    nbins = max(1, math.ceil(statistics.median(counts[1:] or counts)))
+    nbins = max(1, math.ceil(statistics.median(counts))) if counts else 1
     width = max(ends) / nbins
     bins: dict[int, list[tuple[float, int, float]]] = {}
     for point in placed:
@@ -830,11 +831,6 @@ def _finite(*values) -> bool:
     return all(
         isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values
     )
-
-
-def _mean(values: Iterable[float]) -> float:
-    values = list(values)
-    return sum(values) / len(values)
 
 
 def _esc(value) -> str:
