@@ -255,6 +255,9 @@ class ExperimentResult:
     question: str = ""
     spec_sha256: str = ""
     spec: dict[str, Any] = field(default_factory=dict)
+    presets_sha256: str = ""
+    """A digest of the arms' presets' values as the experiment started (empty in older
+    records): with the spec's, what a record's units were made by."""
     budget: BudgetResult = field(default_factory=BudgetResult)
     rating: RatingResult = field(default_factory=RatingResult)
     fork: ForkResult = field(default_factory=ForkResult)

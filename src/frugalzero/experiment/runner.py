@@ -19,6 +19,11 @@ exactly its budget of evaluations (``pipeline.spend``). Runs resume exactly afte
 (``pipeline.loop``), matches are replayed whole, and the state is written atomically after
 every step: an experiment killed any number of times ends with the results of one never
 killed. No record holds a path of this machine: players are named by arm, unit and net.
+
+A directory lost with its machine is not the experiment lost: started in a new directory with
+the same spec and ``--record``, the experiment takes the record's finished units as they stand
+(``Experiment._restore``: their results, ratings and head-to-head games; their nets are gone and
+no longer needed) and runs the rest, so a lost machine costs the unit it was running.
 """
 
 from __future__ import annotations
@@ -99,6 +104,13 @@ class ExperimentState:
     """net id -> the player name its rating games carry."""
     steps: int = bounded(0, 0, 10**9)
     """Iterations run so far, all arm-seeds together."""
+    restored: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """By ``ARM/UNIT``: the arm-units of the finished units taken from the record when the
+    experiment started in a new directory (``UnitResult`` tables as the record has them; their
+    runs are not on this disk)."""
+    restored_points: list[dict[str, Any]] = field(default_factory=list)
+    """The record's fork points then (``ForkPoint`` tables): what the results show of a point
+    until the trunk, run again for the units left, makes it on this disk."""
 
 
 def _cpu_seconds() -> float:
@@ -190,19 +202,105 @@ class Experiment:
             # under the directory's lock, in ``run``)
             state.presets = self.presets
             return state
-        self.dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(spec_file, self.dir / SPEC)
         state = ExperimentState(
             spec_sha256=self.spec.sha256(), spec=self.spec.canonical(), presets=self.presets
         )
+        restored = self._restore(state) if self.record is not None else []
+        self.dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(spec_file, self.dir / SPEC)
+        if restored:
+            self._copy_ratings(self.record / RATINGS, self.dir / RATINGS)
+            self.console.print(
+                f"restored from {self.record}: {', '.join(restored)} (finished; their nets "
+                "are not kept, their results and games are)"
+            )
         self._save(state)
         return state
 
-    def _changed(self, old: dict[str, Any]) -> str:
+    def _restore(self, state: ExperimentState) -> list[str]:
+        """Take the record's finished units into a new experiment's ``state``: a unit whose
+        every arm is done, every kept net rated (its games in the record) and every
+        head-to-head played. A record of another spec, or of other preset values, is refused
+        (the record would mix two designs). Returns the units' labels."""
+        from frugalzero.experiment.rating import head_to_head_counts, match_file
+
+        assert self.record is not None
+        path = self.record / RESULT
+        if not path.is_file():
+            return []
+        try:
+            old = ExperimentResult.from_json(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"{path}: unreadable record ({exc})") from None
+        if old.spec_sha256 != self.spec.sha256():
+            raise UserError(self._changed(old.spec, f"the record {self.record}"))
+        if old.presets_sha256 and old.presets_sha256 != self.presets_sha256():
+            raise UserError(
+                f"the record {self.record} was made with other values of the arms' presets "
+                f"than {', '.join(self.presets)} have now; restore them, or give another --record"
+            )
+        ratings = self.record / RATINGS
+        found = {(arm.name, u.label): u for arm in old.arms for u in arm.seeds}
+
+        def finished(arm: ArmSpec, unit: Unit) -> bool:
+            result = found.get((arm.name, unit.label))
+            if result is None or not result.finished or not result.kept:
+                return False
+            rated = all(
+                k.player and match_file(ratings, k.net_id, a).is_file()
+                for k in result.kept
+                for a in self.anchors
+            )
+            played = (
+                arm.name == self.spec.baseline
+                or not self.spec.rating.head_to_head
+                or head_to_head_counts(ratings, f"{unit.label}-{arm.name}") is not None
+            )
+            return rated and played
+
+        labels = []
+        state.restored_points = [dataclasses.asdict(p) for p in old.fork.points]
+        for unit in self.spec.units():
+            if not all(finished(arm, unit) for arm in self.spec.arm):
+                continue
+            labels.append(unit.label)
+            for arm in self.spec.arm:
+                result = found[(arm.name, unit.label)]
+                key = f"{arm.name}/{unit.label}"
+                state.seeds[key] = SeedProgress(cpu_s=[result.cpu_s], done=True)
+                state.restored[key] = dataclasses.asdict(result)
+                state.rated |= {k.net_id: k.player for k in result.kept}
+        return labels
+
+    @staticmethod
+    def _copy_ratings(source: Path, target: Path) -> None:
+        """Every finished match (its PGN) and head-to-head count of ``source`` not in
+        ``target`` already."""
+        if not source.is_dir():
+            return
+        for path in sorted([*source.rglob("*.pgn"), *source.rglob("*.json")]):
+            kept = target / path.relative_to(source)
+            if not kept.exists() or kept.stat().st_size != path.stat().st_size:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(kept, path.read_text(encoding="utf-8"))
+
+    def presets_sha256(self) -> str:
+        from frugalzero.pipeline.identity import digest
+
+        return digest(to_json(self.presets, sort_keys=True))
+
+    def _changed(self, old: dict[str, Any], where: str = "") -> str:
+        """The refusal of a spec other than ``old``, the one this directory (or ``where``, a
+        record) was made with, naming the first difference."""
         from frugalzero.pipeline.identity import first_difference
 
         found = first_difference(_flat_arms(old), _flat_arms(self.spec.canonical()))
         what = f"{found[0]}: {found[1]!r} then, {found[2]!r} now" if found else "its spec"
+        if where:
+            return (
+                f"{where} is of another spec ({what}); restore that spec, or give this one "
+                "another --record"
+            )
         return (
             f"{self.dir}: this experiment was started with another spec ({what}); resume it "
             f"with {self.dir / SPEC}, or start the new spec in a new --dir"
@@ -274,10 +372,18 @@ class Experiment:
         budget = self.spec.budget
         if budget.cpu_seconds:
             return sum(self.progress(arm, unit).cpu_s)
+        restored = self._restored(arm, unit)
+        if restored is not None:
+            return float(restored.evaluations) if budget.evaluations else restored.wall_s / 60
         state = self.run_state(arm, unit)
         if state is None:
             return 0.0
         return float(state.evaluations) if budget.evaluations else state.elapsed_s / 60
+
+    def _restored(self, arm: ArmSpec, unit: Unit) -> UnitResult | None:
+        """The arm-unit as the record had it, when it was restored from one."""
+        table = self.state.restored.get(f"{arm.name}/{unit.label}")
+        return None if table is None else from_record(UnitResult, table)
 
     def next_key(self) -> tuple[ArmSpec, Unit] | None:
         """The first unit with an unfinished arm, and of its unfinished arms the one that has
@@ -304,7 +410,7 @@ class Experiment:
         return self.run_config(arm, unit, fork=False, evaluations=self.spec.fork.points[-1])
 
     def _trunk_done(self) -> bool:
-        if self.spec.trunk_arm is None:
+        if self.spec.trunk_arm is None or self._all_restored():
             return True
         state = RunState.load(self.trunk_dir)
         return state is not None and state.finished
@@ -323,12 +429,16 @@ class Experiment:
         return str(folder / record["net"]), data
 
     def fork_points(self) -> list[dict[str, Any]]:
-        """The fork points made so far: iteration, evaluations and net of the trunk at each."""
+        """The fork points made so far: iteration, evaluations and net of the trunk at each
+        (a point not on this disk: the record's, when the experiment was restored from one)."""
         out = []
+        restored = {p.get("point"): p for p in self.state.restored_points}
         for point in range(len(self.spec.fork.points)):
             path = self.dir / FORKS / f"point-{point}" / POINT
             if path.exists():
                 out.append(json.loads(path.read_text(encoding="utf-8")))
+            elif point in restored:
+                out.append(restored[point])
         return out
 
     def _make_fork_points(self) -> None:
@@ -377,7 +487,7 @@ class Experiment:
             while not self._trunk_done():
                 self._iterate_trunk()
                 self.write(page=self._page_due())
-            if self.spec.trunk_arm is not None:
+            if self.spec.trunk_arm is not None and not self._all_restored():
                 self._make_fork_points()
             while (key := self.next_key()) is not None:
                 self._iterate(*key)
@@ -385,6 +495,10 @@ class Experiment:
                 self.write(page=self._page_due())
             self._rate_kept()
             return self.write()
+
+    def _all_restored(self) -> bool:
+        """Whether every arm-unit came from the record (no trunk is needed then)."""
+        return len(self.state.restored) == len(self.keys())
 
     def _loop(self, key: str, config: RunConfig, run_dir: Path):
         """The run's loop, kept across its iterations (its trainer, its replay cache): only
@@ -454,6 +568,10 @@ class Experiment:
     def kept(self, arm: ArmSpec, unit: Unit) -> list[dict[str, Any]]:
         """The nets kept so far: the initial one, then the first iteration reaching each
         checkpoint of the budget."""
+        restored = self._restored(arm, unit)
+        if restored is not None:
+            own = ("checkpoint", "iteration", "net", "net_id", "evaluations", "cpu_s", "minutes")
+            return [{k: getattr(net, k) for k in own} for net in restored.kept]
         state = self.run_state(arm, unit)
         run_dir = self.run_dir(arm, unit)
         if state is None or not (run_dir / INITIAL_NET).exists():
@@ -541,8 +659,8 @@ class Experiment:
 
         base = next(a for a in self.spec.arm if a.name == self.spec.baseline)
         base_net = self._final(base, unit)
-        if base_net is None:
-            return
+        if base_net is None or self._restored(base, unit) is not None:
+            return  # a restored unit's matches came with it
         for arm in self.spec.arm:
             net = self._final(arm, unit) if arm is not base else None
             if net is None:
@@ -599,6 +717,7 @@ class Experiment:
             question=spec.question,
             spec_sha256=spec.sha256(),
             spec=spec.canonical(),
+            presets_sha256=self.presets_sha256(),
             budget=BudgetResult(
                 evaluations=spec.budget.evaluations,
                 cpu_seconds=spec.budget.cpu_seconds,
@@ -624,8 +743,6 @@ class Experiment:
         )
 
     def _seed_result(self, arm: ArmSpec, unit: Unit, fitted) -> UnitResult:
-        state = self.run_state(arm, unit)
-        progress = self.progress(arm, unit)
         kept = []
         for entry in self.kept(arm, unit):
             net = KeptNet(**entry)
@@ -637,6 +754,11 @@ class Experiment:
                 net.sigma = round(rated.sigma, 1)
                 net.games = rated.games
             kept.append(net)
+        restored = self._restored(arm, unit)
+        if restored is not None:  # as the record has it, rated with every game now on disk
+            return dataclasses.replace(restored, kept=kept, head_to_head=None)
+        state = self.run_state(arm, unit)
+        progress = self.progress(arm, unit)
         iterations = state.iterations if state else []
         return UnitResult(
             seed=unit.seed,
@@ -679,16 +801,7 @@ class Experiment:
         current whenever a session ends."""
         for name in (SPEC, RESULT, PAGE):
             atomic_write_text(record / name, (self.dir / name).read_text(encoding="utf-8"))
-        ratings = self.dir / RATINGS
-        for pgn in sorted(ratings.rglob("*.pgn")) if ratings.exists() else []:
-            kept = record / RATINGS / pgn.relative_to(ratings)
-            if not kept.exists() or kept.stat().st_size != pgn.stat().st_size:
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(kept, pgn.read_text(encoding="utf-8"))
-        for counts in sorted(ratings.rglob("*.json")) if ratings.exists() else []:
-            kept = record / RATINGS / counts.relative_to(ratings)
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(kept, counts.read_text(encoding="utf-8"))
+        self._copy_ratings(self.dir / RATINGS, record / RATINGS)
 
 
 OPERATIONAL = ("simulations_per_s", "ray")  # how fast and where, not what was made
