@@ -26,11 +26,11 @@ demo: setup engines
 
 check: setup engines
 	$(PY) -m ruff check src tests
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n auto --dist loadfile -m "not slow"
 
 test: setup engines browser
 	$(PY) -m ruff check src tests
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 lint: setup
 	$(PY) -m ruff check src tests

@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--record",
         metavar="DIR",
         help="also keep the record (spec, experiment.json, page, rating games) in DIR, "
-        "updated after every step (e.g. benchmarks/results/experiments/NAME)",
+        "updated after every step (e.g. benchmarks/results/experiments/NAME); a new --dir "
+        "starts from the record's finished units",
     )
     parser.add_argument("--json", action="store_true", help="print experiment.json's verdict")
     parser.set_defaults(handler=_run)
