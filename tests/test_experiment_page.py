@@ -333,8 +333,26 @@ def test_the_elo_axis_spans_the_budget_while_only_the_start_nets_are_rated():
     elo_svg = next(c for c in _charts(build_page(experiment)) if "elo-unit-puct" in c)
     ticks = _tick_labels(elo_svg, "x")
     assert "\u22120" not in ticks and len(set(ticks)) == len(ticks)
-    values = [float(t.replace("\u2212", "-").replace(",", "")) for t in ticks]
+    values = [_count(t) for t in ticks]
     assert min(values) <= 0 and max(values) >= 25000  # the budget: 30,000 evaluations
+
+
+def _count(label: str) -> float:
+    """A tick label of evaluations read back (5,000, 25k, 1.25M, with matplotlib's minus)."""
+    text = label.replace("\u2212", "-").replace(",", "")
+    scale = {"k": 1e3, "M": 1e6}.get(text[-1:], 1.0)
+    return float(text.rstrip("kM")) * scale
+
+
+def test_evaluation_ticks_are_short_so_that_millions_do_not_run_together():
+    """pilot-small's axis read "1,000,0001,250,0001,500,000": labels in k and M leave room."""
+    from frugalzero.experiment.page import _short_count
+
+    labels = [_short_count(x) for x in (0, 250, 5000, 25000, 250000, 1.25e6, 2e6, -5e5)]
+    assert labels == ["0", "250", "5,000", "25k", "250k", "1.25M", "2M", "\u2212500k"]
+    assert all(
+        _count(lab) == x for lab, x in zip(labels, (0, 250, 5e3, 25e3, 25e4, 1.25e6, 2e6, -5e5))
+    )
 
 
 def test_an_experiment_just_started_still_makes_a_page(tmp_path):

@@ -789,10 +789,22 @@ def _chart(svg: str) -> str:
 
 
 def _thousands(ax) -> None:
-    """Evaluations run to millions: grouped digits read faster than 1e6 offsets."""
-    from matplotlib.ticker import StrMethodFormatter
+    """Evaluations run to millions: 1.25M reads faster than a 1e6 offset, and unlike
+    1,250,000 its neighbours' labels leave it room."""
+    from matplotlib.ticker import FuncFormatter
 
-    ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: _short_count(x)))
+
+
+def _short_count(x: float) -> str:
+    """``x`` in thousands (k) from 10,000 and in millions (M) from 1,000,000, to three
+    significant digits; a minus sign as matplotlib writes one."""
+    if x == 0:
+        return "0"  # never "-0"
+    for scale, suffix, start in ((1e6, "M", 1e6), (1e3, "k", 1e4)):
+        if abs(x) >= start:
+            return f"{x / scale:.3g}{suffix}".replace("-", "\u2212")
+    return f"{x:,.0f}".replace("-", "\u2212")
 
 
 def _gid(kind: str, name: str) -> str:
