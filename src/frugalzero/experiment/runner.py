@@ -798,10 +798,11 @@ class Experiment:
     def _keep_record(self, record: Path) -> None:
         """Copy what benchmarks/README.md asks of a record (the spec, the results, the page and
         every finished rating game; no net) to ``record``, so a long experiment's record is
-        current whenever a session ends."""
+        current whenever a session ends. The games go first: a record's experiment.json never
+        counts a match its folder lacks (which a restore from it would run again)."""
+        self._copy_ratings(self.dir / RATINGS, record / RATINGS)
         for name in (SPEC, RESULT, PAGE):
             atomic_write_text(record / name, (self.dir / name).read_text(encoding="utf-8"))
-        self._copy_ratings(self.dir / RATINGS, record / RATINGS)
 
 
 OPERATIONAL = ("simulations_per_s", "ray")  # how fast and where, not what was made
