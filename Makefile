@@ -5,9 +5,9 @@
 # Fairy-Stockfish, Glaurung) from the distribution when they are missing from /usr/games;
 # `make test` also installs Chromium, in which the HTML report is tested.
 # `make check` is the fast tier, for after each change: ruff and the tests not marked `slow`
-# (under a minute on 2 cores). Both spread the tests over every core, one file a worker
-# (pytest-xdist: a file's module fixtures are built once). `make test` is the whole suite, slow tests included: what CI
-# runs (.ci/run) and what a change must pass before it is committed.
+# (under a minute on 2 cores). `make test` is the whole suite, slow tests included: what CI
+# runs (.ci/run) and what a change must pass before it is committed. Both spread the tests over
+# every core, one file a worker (pytest-xdist: a file's module fixtures are built once).
 
 PYTHON ?= python3
 VENV   ?= .venv

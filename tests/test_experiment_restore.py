@@ -55,7 +55,7 @@ def test_a_lost_directory_resumes_from_the_records_finished_units(tmp_path, name
     # the restored units' results, ratings and verdict are the record's (refitted from the
     # same games, copied into the new directory)
     after = exp.write(page=False).to_dict()
-    assert after.pop("presets_sha256") == exp.presets_sha256()
+    assert after.pop("presets_sha256") == exp.presets_sha256
     before.pop("presets_sha256", None)
     if not open_units:
         assert after == before

@@ -138,7 +138,9 @@ class Experiment:
         self._loops: dict[str, Any] = {}  # the runs' loops of the unit under way
         self._net_ids: dict[str, str] = {}
         self._page_drawn: float | None = None  # time.monotonic() of the last page drawn
+        self._restored_units: dict[str, UnitResult] = {}  # ``state.restored``, parsed once
         self.anchors, self.presets = self._check(spec_file)
+        self.presets_sha256 = _digest_of(self.presets)
         self.state = self._open(spec_file)
 
     def _check(self, spec_file: Path) -> tuple[dict[str, float], dict[str, Any]]:
@@ -222,7 +224,7 @@ class Experiment:
         every arm is done, every kept net rated (its games in the record) and every
         head-to-head played. A record of another spec, or of other preset values, is refused
         (the record would mix two designs). Returns the units' labels."""
-        from frugalzero.experiment.rating import head_to_head_counts, match_file
+        from frugalzero.experiment.rating import head_to_head_counts
 
         assert self.record is not None
         path = self.record / RESULT
@@ -234,7 +236,7 @@ class Experiment:
             raise UserError(f"{path}: unreadable record ({exc})") from None
         if old.spec_sha256 != self.spec.sha256():
             raise UserError(self._changed(old.spec, f"the record {self.record}"))
-        if old.presets_sha256 and old.presets_sha256 != self.presets_sha256():
+        if old.presets_sha256 and old.presets_sha256 != self.presets_sha256:
             raise UserError(
                 f"the record {self.record} was made with other values of the arms' presets "
                 f"than {', '.join(self.presets)} have now; restore them, or give another --record"
@@ -246,11 +248,7 @@ class Experiment:
             result = found.get((arm.name, unit.label))
             if result is None or not result.finished or not result.kept:
                 return False
-            rated = all(
-                k.player and match_file(ratings, k.net_id, a).is_file()
-                for k in result.kept
-                for a in self.anchors
-            )
+            rated = all(k.player and self._rated(k.net_id, ratings) for k in result.kept)
             played = (
                 arm.name == self.spec.baseline
                 or not self.spec.rating.head_to_head
@@ -283,11 +281,6 @@ class Experiment:
             if not kept.exists() or kept.stat().st_size != path.stat().st_size:
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(kept, path.read_text(encoding="utf-8"))
-
-    def presets_sha256(self) -> str:
-        from frugalzero.pipeline.identity import digest
-
-        return digest(to_json(self.presets, sort_keys=True))
 
     def _changed(self, old: dict[str, Any], where: str = "") -> str:
         """The refusal of a spec other than ``old``, the one this directory (or ``where``, a
@@ -382,8 +375,10 @@ class Experiment:
 
     def _restored(self, arm: ArmSpec, unit: Unit) -> UnitResult | None:
         """The arm-unit as the record had it, when it was restored from one."""
-        table = self.state.restored.get(f"{arm.name}/{unit.label}")
-        return None if table is None else from_record(UnitResult, table)
+        key = f"{arm.name}/{unit.label}"
+        if key not in self._restored_units and key in self.state.restored:
+            self._restored_units[key] = from_record(UnitResult, self.state.restored[key])
+        return self._restored_units.get(key)
 
     def next_key(self) -> tuple[ArmSpec, Unit] | None:
         """The first unit with an unfinished arm, and of its unfinished arms the one that has
@@ -636,7 +631,7 @@ class Experiment:
         for arm, unit in self.keys():
             for entry in self.kept(arm, unit):
                 net_id = entry["net_id"]
-                if net_id in self.state.rated and self._rated(net_id, anchors):
+                if net_id in self.state.rated and self._rated(net_id):
                     continue
                 player = self.player(arm, unit, entry)
                 self.state.rated[net_id] = player.name
@@ -676,10 +671,13 @@ class Experiment:
                 self.console,
             )
 
-    def _rated(self, net_id: str, anchors: dict[str, float]) -> bool:
+    def _rated(self, net_id: str, ratings: Path | None = None) -> bool:
+        """Whether the net has its games against every anchor in ``ratings`` (default: this
+        experiment's; a record's when restoring from it)."""
         from frugalzero.experiment.rating import match_file
 
-        return all(match_file(self.dir / RATINGS, net_id, a).exists() for a in anchors)
+        folder = self.dir / RATINGS if ratings is None else ratings
+        return all(match_file(folder, net_id, a).exists() for a in self.anchors)
 
     # -- the results --------------------------------------------------------------------------
     def results(self) -> ExperimentResult:
@@ -717,7 +715,7 @@ class Experiment:
             question=spec.question,
             spec_sha256=spec.sha256(),
             spec=spec.canonical(),
-            presets_sha256=self.presets_sha256(),
+            presets_sha256=self.presets_sha256,
             budget=BudgetResult(
                 evaluations=spec.budget.evaluations,
                 cpu_seconds=spec.budget.cpu_seconds,
@@ -820,6 +818,12 @@ def _generation(record) -> Generation:
         positions=record.positions,
         selfplay=selfplay,
     )
+
+
+def _digest_of(presets: dict[str, Any]) -> str:
+    from frugalzero.pipeline.identity import digest
+
+    return digest(to_json(presets, sort_keys=True))
 
 
 def _flat_arms(spec: dict[str, Any]) -> dict[str, Any]:
